@@ -1,5 +1,6 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
-import { CRM, crmDeleted, crmError, crmSuccess, keptAnswer, Page } from "../crm/body";
+import { CRM, CRM_PRECONDITION_ERROR, crmDeleted, crmError, crmSuccess, keptAnswer, Page } from "../crm/body";
+import { ETAG_HEADER, withEtag } from "../platform/etag";
 import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { validationHook } from "../platform/openapi";
@@ -40,7 +41,7 @@ const create = defineRoute(CRM, {
   summary: "Create an action plan",
   description: PLAN_RULES,
   request: jsonBody(ActionPlanInput),
-  responses: { 201: crmSuccess("The plan", ActionPlan) },
+  responses: { 201: crmSuccess("The plan", ActionPlan, ETAG_HEADER) },
 });
 
 const list = defineRoute(CRM, {
@@ -63,7 +64,7 @@ const read = defineRoute(CRM, {
   security,
   summary: "Get an action plan",
   request: { params: PlanIdParam },
-  responses: { 200: crmSuccess("The plan", ActionPlan), ...NOT_FOUND },
+  responses: { 200: crmSuccess("The plan", ActionPlan, ETAG_HEADER), ...NOT_FOUND },
 });
 
 const update = defineRoute(CRM, {
@@ -76,9 +77,10 @@ const update = defineRoute(CRM, {
   description: `The fields given replace the plan's. Contacts enrolled already keep the steps they were enrolled with. ${PLAN_RULES}`,
   request: { params: PlanIdParam, ...jsonBody(ActionPlanUpdate) },
   responses: {
-    200: crmSuccess("The plan", ActionPlan),
+    200: crmSuccess("The plan", ActionPlan, ETAG_HEADER),
     ...NOT_FOUND,
     409: crmError("Changed by too many requests at once (concurrent_modification); retry"),
+    ...CRM_PRECONDITION_ERROR,
   },
 });
 
@@ -91,7 +93,7 @@ const remove = defineRoute(CRM, {
   summary: "Delete an action plan",
   description: "Its active and paused enrollments are stopped (their history stays readable through nothing: the plan is gone).",
   request: { params: PlanIdParam },
-  responses: { 200: crmDeleted, ...NOT_FOUND },
+  responses: { 200: crmDeleted, ...NOT_FOUND, ...CRM_PRECONDITION_ERROR },
 });
 
 const enroll = defineRoute(CRM, {
@@ -155,9 +157,10 @@ const moveRoute = (move: keyof typeof MOVES) =>
     security,
     request: { params: EnrollmentParams },
     responses: {
-      200: crmSuccess("The enrollment", Enrollment),
+      200: crmSuccess("The enrollment", Enrollment, ETAG_HEADER),
       ...ENROLLMENT_NOT_FOUND,
       409: crmError("The enrollment is not in a state this move starts from (invalid_state)"),
+      ...CRM_PRECONDITION_ERROR,
     },
   });
 
@@ -169,12 +172,14 @@ export const actionPlanRoutes = new OpenAPIHono<AppBindings>({ defaultHook: vali
   .openapi(list, async (c) => c.json({ success: true as const, ...(await listPlans(serviceContext(c), c.req.valid("query"))) }, 200))
   .openapi(create, async (c) => {
     const { ctx, answer } = keptAnswer<ActionPlan>(c, 201);
-    return c.json(answer(await createPlan(ctx, c.req.valid("json"))), 201);
+    return c.json(answer(withEtag(c, await createPlan(ctx, c.req.valid("json")))), 201);
   })
-  .openapi(read, async (c) => c.json({ success: true as const, data: await getPlan(serviceContext(c), c.req.valid("param").id) }, 200))
+  .openapi(read, async (c) =>
+    c.json({ success: true as const, data: withEtag(c, await getPlan(serviceContext(c), c.req.valid("param").id)) }, 200),
+  )
   .openapi(update, async (c) => {
     const { ctx, answer } = keptAnswer<ActionPlan>(c, 200);
-    return c.json(answer(await updatePlan(ctx, c.req.valid("param").id, c.req.valid("json"))), 200);
+    return c.json(answer(withEtag(c, await updatePlan(ctx, c.req.valid("param").id, c.req.valid("json")))), 200);
   })
   .openapi(remove, async (c) => {
     const { id } = c.req.valid("param");
@@ -191,13 +196,13 @@ export const actionPlanRoutes = new OpenAPIHono<AppBindings>({ defaultHook: vali
   })
   .openapi(pause, async (c) => {
     const { id, enrollmentId } = c.req.valid("param");
-    return c.json({ success: true as const, data: await moveEnrollment(serviceContext(c), id, enrollmentId, "pause") }, 200);
+    return c.json({ success: true as const, data: withEtag(c, await moveEnrollment(serviceContext(c), id, enrollmentId, "pause")) }, 200);
   })
   .openapi(resume, async (c) => {
     const { id, enrollmentId } = c.req.valid("param");
-    return c.json({ success: true as const, data: await moveEnrollment(serviceContext(c), id, enrollmentId, "resume") }, 200);
+    return c.json({ success: true as const, data: withEtag(c, await moveEnrollment(serviceContext(c), id, enrollmentId, "resume")) }, 200);
   })
   .openapi(stop, async (c) => {
     const { id, enrollmentId } = c.req.valid("param");
-    return c.json({ success: true as const, data: await moveEnrollment(serviceContext(c), id, enrollmentId, "stop") }, 200);
+    return c.json({ success: true as const, data: withEtag(c, await moveEnrollment(serviceContext(c), id, enrollmentId, "stop")) }, 200);
   });

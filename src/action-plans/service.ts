@@ -2,7 +2,7 @@ import { and, asc, count, desc, eq, inArray, sql } from "drizzle-orm";
 import { decodeNewestFirstCursor, olderThan, paginate } from "../crm/pagination";
 import { contacts } from "../db/schema";
 import { actionPlans, planEnrollments, planStepRuns, type StoredPlanTrigger } from "../db/plans";
-import { expectNoRow, expectRow, StaleWrite, type Statement, withRetries } from "../db/write";
+import { expectNoRow, expectRow, expectVersionMatch, StaleWrite, type Statement, versioned, withRetries } from "../db/write";
 import { commit } from "../events/commit";
 import type { DomainEvent } from "../events/event";
 import { newEvent } from "../events/outbox";
@@ -111,10 +111,13 @@ export async function createPlan(ctx: ServiceContext, input: ActionPlanInput): P
     version: 1,
   };
   await commit(ctx, [ctx.db.insert(actionPlans).values(row)], [], { answer: toPlan(row) });
-  return toPlan(row);
+  return versioned(toPlan(row), row.version);
 }
 
-export const getPlan = async (ctx: ServiceContext, id: string): Promise<ActionPlan> => toPlan(await findPlan(ctx, id));
+export const getPlan = async (ctx: ServiceContext, id: string): Promise<ActionPlan> => {
+  const row = await findPlan(ctx, id);
+  return versioned(toPlan(row), row.version);
+};
 
 export async function listPlans(ctx: ServiceContext, q: { limit: number; cursor?: string }) {
   const after = decodeNewestFirstCursor(q.cursor, SORT);
@@ -140,10 +143,11 @@ export async function listPlans(ctx: ServiceContext, q: { limit: number; cursor?
 export async function updatePlan(ctx: ServiceContext, id: string, input: ActionPlanUpdate): Promise<ActionPlan> {
   return withRetries(async () => {
     const before = await findPlan(ctx, id);
+    expectVersionMatch(ctx, before.version);
     const after: PlanRow = { ...before, ...input, updatedAt: new Date().toISOString(), version: before.version + 1 };
     const at = and(planById(ctx, id), eq(actionPlans.version, before.version));
     await commit(ctx, [expectRow(ctx.db, actionPlans, at), ctx.db.update(actionPlans).set(after).where(at)], [], { answer: toPlan(after) });
-    return toPlan(after);
+    return versioned(toPlan(after), after.version);
   });
 }
 
@@ -153,7 +157,7 @@ export async function updatePlan(ctx: ServiceContext, id: string, input: ActionP
  */
 export async function deletePlan(ctx: ServiceContext, id: string): Promise<void> {
   await withRetries(async () => {
-    await findPlan(ctx, id);
+    expectVersionMatch(ctx, (await findPlan(ctx, id)).version);
     const at = new Date().toISOString();
     await commit(ctx, [
       expectRow(ctx.db, actionPlans, planById(ctx, id)),
@@ -354,6 +358,7 @@ type Move = "pause" | "resume" | "stop";
 export async function moveEnrollment(ctx: ServiceContext, planId: string, id: string, move: Move): Promise<Enrollment> {
   return withRetries(async () => {
     const before = await findEnrollment(ctx, planId, id);
+    expectVersionMatch(ctx, before.version);
     const at = new Date().toISOString();
     const from: Record<Move, EnrollmentRow["status"][]> = { pause: ["active"], resume: ["paused"], stop: ["active", "paused"] };
     if (!from[move].includes(before.status))
@@ -361,7 +366,7 @@ export async function moveEnrollment(ctx: ServiceContext, planId: string, id: st
     if (move === "pause") {
       const { after, statements, event } = pauseStatements(ctx, before, "manual", at);
       await commit(ctx, statements, [event]);
-      return withHistory(ctx, after);
+      return versioned(await withHistory(ctx, after), after.version);
     }
     const after: EnrollmentRow =
       move === "stop"
@@ -371,7 +376,7 @@ export async function moveEnrollment(ctx: ServiceContext, planId: string, id: st
       expectRow(ctx.db, planEnrollments, enrollmentAt(before)),
       ctx.db.update(planEnrollments).set(after).where(enrollmentAt(before)),
     ]);
-    return withHistory(ctx, after);
+    return versioned(await withHistory(ctx, after), after.version);
   });
 }
 

@@ -1,9 +1,9 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
-import { CRM, crmSuccess } from "../crm/body";
+import { CRM, crmError, crmSuccess } from "../crm/body";
 import { NoQuery } from "../crm/list-query";
 import { sha256Hex } from "../lib/crypto";
 import { API, apiError, Gone, gone } from "../platform/api-family";
-import { serviceContext } from "../platform/auth";
+import { requirePermission, serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { validationHook } from "../platform/openapi";
 import { rateLimit } from "../platform/rate-limit";
@@ -47,9 +47,13 @@ const issue = defineRoute(CRM, {
   tags,
   security,
   summary: "Issue your secret calendar feed URL",
-  description: `Answers the URL once (only its SHA-256 is kept); a feed issued before stops answering. ${WHAT}`,
+  description: `Answers the URL once (only its SHA-256 is kept); a feed issued before stops answering. ${WHAT} Since the
+feed carries the user's tasks, issuing it needs \`tasks:read\` as well as \`appointments:read\`.`,
   request: { query: NoQuery },
-  responses: { 201: crmSuccess("The new feed URL", CalendarFeedIssued) },
+  responses: {
+    201: crmSuccess("The new feed URL", CalendarFeedIssued),
+    403: crmError("The credential lacks tasks:read (insufficient_permission)"),
+  },
 });
 
 const revoke = defineRoute(CRM, {
@@ -65,7 +69,11 @@ const revoke = defineRoute(CRM, {
 
 export const calendarFeedRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
   .openapi(state, async (c) => c.json({ success: true as const, data: await calendarFeedState(serviceContext(c), c.get("user").id) }, 200))
-  .openapi(issue, async (c) => c.json({ success: true as const, data: await issueCalendarFeed(serviceContext(c), c.get("user").id) }, 201))
+  .openapi(issue, async (c) => {
+    // The URL is a capability anyone holding it reads without a credential: it may carry only what the issuer may read.
+    requirePermission(c, "tasks:read");
+    return c.json({ success: true as const, data: await issueCalendarFeed(serviceContext(c), c.get("user").id) }, 201);
+  })
   .openapi(revoke, async (c) =>
     c.json({ success: true as const, data: await revokeCalendarFeed(serviceContext(c), c.get("user").id) }, 200),
   );

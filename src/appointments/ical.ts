@@ -31,7 +31,8 @@ function timezonesFor(items: { timeZone: string; startsAt: string; endsAt: strin
   for (const i of items) {
     if (UTC_ZONES.has(i.timeZone)) continue;
     const from = new Date(i.startsAt).getUTCFullYear() - 1;
-    const to = new Date(i.endsAt).getUTCFullYear() + 1;
+    // Not past 9999: iCalendar dates have four digits of year (an observance in 10000 reads as no date at all).
+    const to = Math.min(new Date(i.endsAt).getUTCFullYear() + 1, 9999);
     const span = spans.get(i.timeZone);
     spans.set(i.timeZone, span ? [Math.min(span[0], from), Math.max(span[1], to)] : [from, to]);
   }

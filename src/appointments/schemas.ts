@@ -1,7 +1,8 @@
 import { z } from "@hono/zod-openapi";
 import { listQuery, timestampParam } from "../crm/list-query";
-import { freeText, oneLineText } from "../lib/validation";
+import { freeText, oneLineText, utcInstant } from "../lib/validation";
 import { isTimeZone } from "../lib/time-zones";
+import { canonicalTimeZone } from "../organization/schemas";
 
 export const APPOINTMENT_TYPES = ["showing", "listing_presentation", "buyer_consultation", "closing", "other"] as const;
 export const RESPONSES = ["needs_action", "accepted", "declined", "tentative"] as const;
@@ -11,15 +12,15 @@ export const MAX_ATTENDEES = 50;
 export const MAX_DURATION_DAYS = 7;
 
 const id = z.string().min(1).max(100);
-const timestamp = z.iso
-  .datetime({ offset: true, message: "Must be an ISO 8601 timestamp" })
-  .transform((v) => new Date(v).toISOString())
-  .openapi({ type: "string", format: "date-time", example: "2027-03-15T18:00:00Z" });
+const timestamp = utcInstant(1900).openapi({ type: "string", format: "date-time", example: "2027-03-15T18:00:00Z" });
 const timeZone = z
   .string()
   .max(64)
   .refine(isTimeZone, { message: "Must be an IANA time zone such as America/New_York", params: { code: "invalid_time_zone" } })
+  // Intl takes any case ("america/new_york"): kept as the zone is named, as the organization's is, for TZID and feeds.
+  .transform((zone) => canonicalTimeZone(zone) ?? zone)
   .openapi({
+    type: "string",
     example: "America/New_York",
     description: "IANA time zone the appointment is held in: invitations and feeds show its local times",
   });
@@ -127,6 +128,10 @@ export const AppointmentListQuery = listQuery({
   propertyId: id.optional(),
   type: z.enum(APPOINTMENT_TYPES).optional(),
   status: z.enum(["scheduled", "cancelled"]).optional(),
+}).superRefine((q, ctx) => {
+  // A window that ends before it starts holds nothing: a swapped pair, answered as the contact list's ranges are.
+  if (q.from && q.to && q.from > q.to)
+    ctx.addIssue({ code: "custom", path: ["from"], message: "from is after to", params: { code: "invalid_range" } });
 });
 export type AppointmentListQuery = z.infer<typeof AppointmentListQuery>;
 

@@ -8,6 +8,7 @@ import { type FieldIssue, InvalidState, NotFound, Validation } from "../lib/erro
 import { newId } from "../lib/ids";
 import { getProperty } from "../properties/service";
 import { inJsonList } from "../lib/sql";
+import { wallClock } from "../lib/time-zones";
 import type { ServiceContext } from "../service-context";
 import { type AppointmentRecord, type AttendeeRecord, addressLine, toAppointment } from "./mapping";
 import { type Appointment, type AppointmentCreate, type AppointmentUpdate, MAX_DURATION_DAYS } from "./schemas";
@@ -101,8 +102,18 @@ async function resolveReferences(
   return { people, property: propertyRows[0] ?? null };
 }
 
-/** An appointment ends after it starts and lasts at most MAX_DURATION_DAYS. */
-function timeIssues(startsAt: string, endsAt: string, issues: FieldIssue[]): void {
+/**
+ * An appointment ends after it starts, lasts at most MAX_DURATION_DAYS, and falls before the year 10000 in its own
+ * zone too: invitations and feeds write its local times, which iCalendar gives four digits of year (9999-12-31T12:00Z
+ * is already 10000-01-01 in Kiritimati).
+ */
+function timeIssues(startsAt: string, endsAt: string, zone: string, issues: FieldIssue[]): void {
+  for (const [field, at] of [
+    ["startsAt", startsAt],
+    ["endsAt", endsAt],
+  ] as const)
+    if (wallClock(zone, Date.parse(at)).year > 9999)
+      issues.push(issue([field], "out_of_range", `Falls in the year 10000 in ${zone}: must fall in the years 1900 to 9999`));
   const length = Date.parse(endsAt) - Date.parse(startsAt);
   if (length <= 0) issues.push(issue(["endsAt"], "ends_before_start", "endsAt must be after startsAt"));
   else if (length > MAX_DURATION_DAYS * 86_400_000)
@@ -144,7 +155,7 @@ async function showingEvent(ctx: ServiceContext, appointment: Appointment): Prom
  */
 export async function createAppointment(ctx: ServiceContext, input: AppointmentCreate): Promise<Appointment> {
   const issues: FieldIssue[] = [];
-  timeIssues(input.startsAt, input.endsAt, issues);
+  timeIssues(input.startsAt, input.endsAt, input.timeZone, issues);
   if (!input.location && !input.propertyId)
     issues.push(issue(["location"], "location_required", "Give a location or a propertyId (where the appointment is held)"));
   const { people, property } = await resolveReferences(ctx, input.attendees, input.propertyId, issues);
@@ -213,7 +224,8 @@ export async function updateAppointment(ctx: ServiceContext, id: string, input: 
     for (const field of PLAIN_FIELDS) if (input[field] !== undefined) (after as Record<string, unknown>)[field] = input[field];
     // A new property without a location of its own takes the property's address as the place.
     if (input.propertyId && input.location === undefined && refs.property) after.location = addressLine(refs.property.address);
-    if (input.startsAt !== undefined || input.endsAt !== undefined) timeIssues(after.startsAt, after.endsAt, issues);
+    if (input.startsAt !== undefined || input.endsAt !== undefined || input.timeZone !== undefined)
+      timeIssues(after.startsAt, after.endsAt, after.timeZone, issues);
     if (!after.location && !after.propertyId)
       issues.push(issue(["location"], "location_required", "An appointment keeps a location or a propertyId"));
     if (input.outcome && now.getTime() < Date.parse(after.startsAt))

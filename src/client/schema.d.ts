@@ -1812,7 +1812,8 @@ export interface paths {
          *     out) from 90 days back to 365 days ahead, in their own time zones with VTIMEZONE blocks, and
          *     their dated open tasks as events (timed tasks 15 minutes at the due time, day tasks all day), at most 1000 of
          *     each. Subscribe to it in Google Calendar (Other calendars → From URL), Apple Calendar (File → New Calendar Subscription)
-         *     or Outlook (Add calendar → Subscribe from web).
+         *     or Outlook (Add calendar → Subscribe from web). Since the
+         *     feed carries the user's tasks, issuing it needs `tasks:read` as well as `appointments:read`.
          */
         post: operations["createCalendarFeed"];
         /** Stop your calendar feed URL */
@@ -5323,7 +5324,9 @@ export interface components {
              *       "createdAt[gte]": "-P7D"
              *     }
              */
-            query: Record<string, never>;
+            query: {
+                [key: string]: string | number | boolean;
+            };
         };
         SmartListUpdate: {
             name?: string;
@@ -5335,7 +5338,9 @@ export interface components {
              *       "createdAt[gte]": "-P7D"
              *     }
              */
-            query?: Record<string, never>;
+            query?: {
+                [key: string]: string | number | boolean;
+            };
         };
         Pond: {
             id: string;
@@ -17895,6 +17900,8 @@ export interface operations {
             /** @description The plan */
             201: {
                 headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
+                    ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -18044,7 +18051,7 @@ export interface operations {
             /** @description The plan */
             200: {
                 headers: {
-                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
                     ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -18062,7 +18069,7 @@ export interface operations {
             /** @description Not modified: If-None-Match names this answer's ETag (weak comparison); no body */
             304: {
                 headers: {
-                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
                     ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -18249,6 +18256,18 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
+            /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
+            412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
             /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
@@ -18317,6 +18336,8 @@ export interface operations {
             /** @description The plan */
             200: {
                 headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
+                    ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -18380,6 +18401,18 @@ export interface operations {
             };
             /** @description Changed by too many requests at once (concurrent_modification); retry; or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
+            412: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -18767,6 +18800,8 @@ export interface operations {
             /** @description The enrollment */
             200: {
                 headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
+                    ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -18830,6 +18865,18 @@ export interface operations {
             };
             /** @description The enrollment is not in a state this move starts from (invalid_state); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
+            412: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -18905,6 +18952,8 @@ export interface operations {
             /** @description The enrollment */
             200: {
                 headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
+                    ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -18968,6 +19017,18 @@ export interface operations {
             };
             /** @description The enrollment is not in a state this move starts from (invalid_state); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
+            412: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -19043,6 +19104,8 @@ export interface operations {
             /** @description The enrollment */
             200: {
                 headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
+                    ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -19106,6 +19169,18 @@ export interface operations {
             };
             /** @description The enrollment is not in a state this move starts from (invalid_state); or: A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
+            412: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -19287,6 +19362,8 @@ export interface operations {
             /** @description The smart list with its count */
             201: {
                 headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
+                    ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -19436,7 +19513,7 @@ export interface operations {
             /** @description The smart list */
             200: {
                 headers: {
-                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
                     ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -19454,7 +19531,7 @@ export interface operations {
             /** @description Not modified: If-None-Match names this answer's ETag (weak comparison); no body */
             304: {
                 headers: {
-                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
                     ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -19641,6 +19718,18 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
+            /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
+            412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
             /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
@@ -19709,6 +19798,8 @@ export interface operations {
             /** @description The smart list */
             200: {
                 headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
+                    ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -19772,6 +19863,18 @@ export interface operations {
             };
             /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
+            412: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -20128,6 +20231,8 @@ export interface operations {
             /** @description The pond */
             201: {
                 headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
+                    ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -20277,7 +20382,7 @@ export interface operations {
             /** @description The pond */
             200: {
                 headers: {
-                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
                     ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -20295,7 +20400,7 @@ export interface operations {
             /** @description Not modified: If-None-Match names this answer's ETag (weak comparison); no body */
             304: {
                 headers: {
-                    /** @description A hash of this answer's bytes; send it back in If-None-Match to be answered 304 while the answer is unchanged */
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
                     ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -20482,6 +20587,18 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
+            /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
+            412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
             /** @description The request broke the schema; errors[] lists every problem with field, code and message; or: This Idempotency-Key was used for another request (idempotency_key_reused) */
             422: {
                 headers: {
@@ -20550,6 +20667,8 @@ export interface operations {
             /** @description The pond */
             200: {
                 headers: {
+                    /** @description The resource's version; send it back in If-Match to make a write conditional, or in If-None-Match on a read (304 when unchanged) */
+                    ETag?: string;
                     "X-Request-Id": components["headers"]["RequestId"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -20613,6 +20732,18 @@ export interface operations {
             };
             /** @description A request with this Idempotency-Key is still being processed (idempotency_key_in_flight) */
             409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrmError"];
+                };
+            };
+            /** @description If-Match named a version the resource is no longer at (precondition_failed); read it again */
+            412: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -22907,7 +23038,7 @@ export interface operations {
                     "application/json": components["schemas"]["CrmError"];
                 };
             };
-            /** @description The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
+            /** @description The credential lacks tasks:read (insufficient_permission); or: The caller's role does not allow this route (insufficient_role), or its API key or OAuth access token was not granted the route's permission (insufficient_permission) */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];

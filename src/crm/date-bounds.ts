@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { LAST_INSTANT } from "../lib/validation";
 
 /**
  * Date bounds of the CRM lists (issue 46, smart lists): an ISO 8601 timestamp, or an ISO 8601 duration relative to
@@ -9,6 +10,9 @@ const DURATION =
   /^([+-])?P(?!$)(?:(\d{1,4})Y)?(?:(\d{1,5})M)?(?:(\d{1,5})W)?(?:(\d{1,6})D)?(?:T(?!$)(?:(\d{1,7})H)?(?:(\d{1,9})M)?(?:(\d{1,10})S)?)?$/;
 
 const TIMESTAMP = z.iso.datetime({ offset: true });
+/** Bounds are compared as UTC text with stored timestamps, so they keep a four-digit year (lib/validation.ts). */
+const FIRST_BOUND = new Date(0).setUTCFullYear(0, 0, 1);
+const isTimestamp = (v: string): boolean => TIMESTAMP.safeParse(v).success && Date.parse(v) >= FIRST_BOUND && Date.parse(v) <= LAST_INSTANT;
 
 export const isRelativeBound = (v: string): boolean => DURATION.test(v);
 
@@ -16,7 +20,7 @@ export const dateBoundParam = z
   .string()
   .max(64)
   .superRefine((v, ctx) => {
-    if (DURATION.test(v) || TIMESTAMP.safeParse(v).success) return;
+    if (DURATION.test(v) || isTimestamp(v)) return;
     ctx.addIssue({
       code: "custom",
       message: "Must be an ISO 8601 timestamp or an ISO 8601 duration relative to now (-P30D: 30 days ago)",
@@ -50,7 +54,8 @@ export function resolveDateBound(value: string, now: Date): string {
   const at = new Date(now.getTime());
   if (y || mo) at.setUTCFullYear(at.getUTCFullYear() + y, at.getUTCMonth() + mo);
   at.setTime(at.getTime() + ((((w * 7 + d) * 24 + h) * 60 + mi) * 60 + s) * 1000);
-  return at.toISOString();
+  // P9999Y lands past the year 9999: the end of time (and the start, going back), never "+012025-…", which sorts first.
+  return new Date(Math.min(Math.max(at.getTime(), FIRST_BOUND), LAST_INSTANT)).toISOString();
 }
 
 /** Whether any bound of `q` (its `…[gte]` / `…[lte]` keys) is relative: its result moves with time. */

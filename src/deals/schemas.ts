@@ -65,6 +65,8 @@ const isCalendarDate = (d: string): boolean => {
   return !Number.isNaN(at.getTime()) && d >= "1900-01-01" && at.toISOString().startsWith(d);
 };
 
+const utcDay = (timestamp: string): string => new Date(timestamp).toISOString().slice(0, 10);
+
 /** A date (YYYY-MM-DD) or an ISO 8601 timestamp, kept as a date or as a UTC timestamp. */
 export const isoDateOrTime = z
   .string()
@@ -73,7 +75,8 @@ export const isoDateOrTime = z
     (v) =>
       /^\d{4}-\d{2}-\d{2}$/.test(v)
         ? isCalendarDate(v)
-        : z.iso.datetime({ offset: true }).safeParse(v).success && isCalendarDate(v.slice(0, 10)),
+        : // The day in UTC too: 9999-12-31T23:00-14:00 is in the year 10000, which toISOString writes "+010000-…".
+          z.iso.datetime({ offset: true }).safeParse(v).success && isCalendarDate(v.slice(0, 10)) && isCalendarDate(utcDay(v)),
     {
       message: "Must be a date (YYYY-MM-DD, from 1900 on) or an ISO 8601 timestamp",
       params: { code: "invalid_date" },

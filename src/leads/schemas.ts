@@ -9,10 +9,13 @@ export const LEAD_TYPES = ["inquiry", "showing_request", "offer", "general"] as 
 const name = z.union([z.literal(""), oneLineText(100)]).optional();
 
 /** A lead's source, as contacts store it: "Zillow", "open-house" and "OPEN_HOUSE" are all OPEN_HOUSE-style codes. */
+/** What a lead's source may be (routing rules match on it: organization/service.ts). */
+export const LEAD_SOURCE = /^[A-Za-z][A-Za-z0-9_ -]{0,39}$/;
+
 const source = z
   .string()
   .trim()
-  .regex(/^[A-Za-z][A-Za-z0-9_ -]{0,39}$/, { message: "1–40 letters, digits, spaces, dashes or underscores, starting with a letter" })
+  .regex(LEAD_SOURCE, { message: "1–40 letters, digits, spaces, dashes or underscores, starting with a letter" })
   .overwrite((v) => v.toUpperCase().replace(/[ -]+/g, "_"))
   .openapi({
     example: "ZILLOW",

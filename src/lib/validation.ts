@@ -78,13 +78,18 @@ export const oneLineText = (max: number) =>
     .trim()
     .min(1)
     .max(max)
-    // U+2028 and U+2029 break lines as surely as a newline does.
-    .refine((v) => !/[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/.test(v), {
-      message: "Must be one line of text without control characters",
-      params: { code: "invalid_character" },
-    })
-    // Something a reader sees: not only spaces, invisible formatting or combining marks with nothing to sit on.
-    .refine((v) => /[^\s\p{Cf}\p{Z}\p{M}]/u.test(v), { message: "Must contain visible text", params: { code: "invalid_character" } });
+    .refine(isOneLine, { message: "Must be one line of text without control characters", params: { code: "invalid_character" } })
+    .refine(hasVisibleText, { message: "Must contain visible text", params: { code: "invalid_character" } });
+
+/** No control characters (line breaks, NUL) nor bidirectional controls; U+2028 and U+2029 break lines as a newline does. */
+export function isOneLine(v: string): boolean {
+  return !/[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/.test(v);
+}
+
+/** Something a reader sees: not only spaces, invisible formatting or combining marks with nothing to sit on. */
+export function hasVisibleText(v: string): boolean {
+  return /[^\s\p{Cf}\p{Z}\p{M}]/u.test(v);
+}
 
 /**
  * Free text a person writes (a note, a survey answer): trimmed, at most `max` characters, line breaks and tabs
@@ -99,3 +104,25 @@ export const freeText = (max: number) =>
       message: "Must not contain control characters",
       params: { code: "invalid_character" },
     });
+
+/** The last instant with a four-digit year: ISO 8601 (as we store and compare instants, as text) and iCalendar need one. */
+export const LAST_INSTANT = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
+/**
+ * An ISO 8601 timestamp (any offset) kept as UTC, in the years `fromYear` to 9999 *in UTC*: 9999-12-31T23:00-14:00 is
+ * in the year 10000, which `toISOString` writes "+010000-…", a string that sorts before every other date.
+ */
+export const utcInstant = (fromYear: number, message = "Must be an ISO 8601 timestamp") => {
+  // Not Date.UTC: it reads the years 0 to 99 as 1900 to 1999.
+  const first = new Date(0).setUTCFullYear(fromYear, 0, 1);
+  return z.iso
+    .datetime({ offset: true, message })
+    .refine(
+      (v) => {
+        const at = Date.parse(v);
+        return Number.isNaN(at) || (at >= first && at <= LAST_INSTANT);
+      },
+      { message: `Must fall in the years ${fromYear} to 9999 in UTC`, params: { code: "out_of_range" } },
+    )
+    .transform((v) => new Date(v).toISOString());
+};

@@ -4,7 +4,8 @@ import { createAppointment } from "../appointments/service";
 import { defineTool, parseWith } from "./tool";
 
 const id = z.string().min(1).max(100);
-const timestamp = z.iso.datetime({ offset: true });
+// The route's own checks of each field, so one answer names every bad argument (a looser check here answered alone).
+const fields = AppointmentCreate.shape;
 /** A showing's length when the call names no end. */
 const DEFAULT_SHOWING_MINUTES = 30;
 
@@ -20,13 +21,15 @@ organization answer invalid_reference, each named; reschedule or cancel through 
   permission: "appointments:write",
   input: z.strictObject({
     propertyId: id.describe("The property shown"),
-    startsAt: timestamp.describe("ISO 8601 timestamp of the start"),
-    endsAt: timestamp.optional().describe(`ISO 8601 timestamp of the end (default: ${DEFAULT_SHOWING_MINUTES} minutes after the start)`),
-    timeZone: z.string().min(1).max(64).describe("IANA time zone the showing is held in, e.g. America/New_York"),
+    startsAt: fields.startsAt.describe("ISO 8601 timestamp of the start"),
+    endsAt: fields.endsAt
+      .optional()
+      .describe(`ISO 8601 timestamp of the end (default: ${DEFAULT_SHOWING_MINUTES} minutes after the start)`),
+    timeZone: fields.timeZone.describe("IANA time zone the showing is held in, e.g. America/New_York"),
     contactIds: z.array(id).max(20).default([]).describe("The contacts who come (buyers): each is mailed an invitation"),
     userIds: z.array(id).max(20).optional().describe("Users who attend (default: you)"),
-    title: z.string().min(1).max(200).optional(),
-    notes: z.string().max(5000).optional().describe("For the agents (not mailed)"),
+    title: fields.title,
+    notes: fields.notes.describe("For the agents (not mailed)"),
   }),
   output: z.object({ appointment: Appointment }),
   // A mail sent cannot be taken back.

@@ -4,9 +4,11 @@ import { inJsonList } from "../lib/sql";
 import { expectVersion, expectVersionMatch, versioned, type VersionedTable, withRetries } from "../db/write";
 import { commit } from "../events/commit";
 import { newEvent } from "../events/outbox";
+import { LEAD_SOURCE } from "../leads/schemas";
 import { diffAttributes } from "../lib/changes";
 import { type FieldIssue, NotFound, Validation } from "../lib/errors";
 import { nowIso } from "../lib/time";
+import { hasVisibleText, isOneLine } from "../lib/validation";
 import type { ServiceContext } from "../service-context";
 import { followOnDirectory } from "../shards/placement";
 import { existingUserIds } from "../users/service";
@@ -75,13 +77,41 @@ function referencesOf(value: unknown, path: (string | number)[] = []): Reference
 }
 
 /**
- * Every user or pond a PATCH body's lead routing names that is none of the organization's, as the 422 lists it (all of
- * them at once). Ponds are read here from their table: the ponds domain reads the settings, so it cannot be asked.
+ * The rules' matches no lead can meet: a source or tag POST /v1/leads would refuse (a line break, a bidi override, a
+ * comma, no letter). Checked on writes only, beside the schema (which stays as it was for settings saved before), so
+ * such a rule is refused rather than saved to never apply.
+ */
+function matchIssues(routing: unknown): FieldIssue[] {
+  const rules = (routing as { rules?: unknown } | null)?.rules;
+  if (!Array.isArray(rules)) return [];
+  return rules.flatMap((rule, i): FieldIssue[] => {
+    const match = (rule as { match?: { source?: unknown; tag?: unknown } } | null)?.match;
+    if (typeof match !== "object" || match === null) return [];
+    const at = (key: string, code: string, message: string): FieldIssue => {
+      const path = ["settings", "leadRouting", "rules", i, "match", key];
+      return { field: path.join("."), path, code, message };
+    };
+    const issues: FieldIssue[] = [];
+    const { source, tag } = match;
+    // Over-long values are the schema's to name.
+    if (typeof source === "string" && source.length <= 40 && !LEAD_SOURCE.test(source.trim()))
+      issues.push(at("source", "invalid_format", "1–40 letters, digits, spaces, dashes or underscores, starting with a letter"));
+    if (typeof tag === "string" && !(isOneLine(tag) && hasVisibleText(tag) && !tag.includes(",")))
+      issues.push(at("tag", "invalid_character", "A tag is one line of visible text without control characters or commas"));
+    return issues;
+  });
+}
+
+/**
+ * Every user or pond a PATCH body's lead routing names that is none of the organization's, and every rule's match no
+ * lead can meet, as the 422 lists them (all of them at once). Ponds are read here from their table: the ponds domain
+ * reads the settings, so it cannot be asked.
  */
 export async function routingIssues(ctx: Pick<ServiceContext, "db" | "organizationId">, body: unknown): Promise<FieldIssue[]> {
   const routing = (body as { settings?: { leadRouting?: unknown } } | null)?.settings?.leadRouting;
+  const matches = matchIssues(routing);
   const refs = referencesOf(routing, ["settings", "leadRouting"]);
-  if (refs.length === 0) return [];
+  if (refs.length === 0) return matches;
   const userIds = [...new Set(refs.filter((r) => r.kind === "user").map((r) => r.id))];
   const pondIds = [...new Set(refs.filter((r) => r.kind === "pond").map((r) => r.id))];
   const [knownUsers, knownPonds] = await Promise.all([
@@ -94,14 +124,17 @@ export async function routingIssues(ctx: Pick<ServiceContext, "db" | "organizati
           .then((rows) => new Set(rows.map((r) => r.id)))
       : new Set<string>(),
   ]);
-  return refs
-    .filter((r) => !(r.kind === "user" ? knownUsers : knownPonds).has(r.id))
-    .map((r) => ({
-      field: r.path.join("."),
-      path: r.path,
-      code: "invalid_reference",
-      message: r.kind === "user" ? "No user of your organization has this id" : "No pond of your organization has this id",
-    }));
+  return [
+    ...matches,
+    ...refs
+      .filter((r) => !(r.kind === "user" ? knownUsers : knownPonds).has(r.id))
+      .map((r) => ({
+        field: r.path.join("."),
+        path: r.path,
+        code: "invalid_reference",
+        message: r.kind === "user" ? "No user of your organization has this id" : "No pond of your organization has this id",
+      })),
+  ];
 }
 
 /** What the directory's copy carries of a row (db/members.ts: everything a change touches). */

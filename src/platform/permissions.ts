@@ -122,7 +122,8 @@ const ROUTE_NEEDS: Record<string, Need> = {
   "/v1/imports": both("imports:manage"),
   "/v1/tasks": { read: "tasks:read", write: "tasks:write" },
   "/v1/appointments": { read: "appointments:read", write: "appointments:write" },
-  // A user's own calendar feed: issuing it answers its secret URL (appointments/feed.ts).
+  // A user's own calendar feed: issuing it answers its secret URL (appointments/feed.ts), which serves their tasks too:
+  // the issuing route also asks for tasks:read (appointments/feed-routes.ts).
   "/v1/users/me/calendar-feed": both("appointments:read"),
   "/v1/action-plans": both("action-plans:manage"),
   "/v1/smart-lists": { read: "smart-lists:read", write: "smart-lists:write" },

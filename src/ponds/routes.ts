@@ -1,10 +1,11 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { Contact, IdParam } from "../contacts/schemas";
-import { CRM, crmDeleted, crmError, crmSuccess, Page } from "../crm/body";
+import { CRM, CRM_PRECONDITION_ERROR, crmDeleted, crmError, crmSuccess, Page } from "../crm/body";
 import { listQuery, NoQuery } from "../crm/list-query";
 import { serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { validationHook } from "../platform/openapi";
+import { ETAG_HEADER, withEtag } from "../platform/etag";
 import { defineRoute, jsonBody } from "../platform/route";
 import { Pond, PondCreate, PondListQuery, PondUpdate } from "./schemas";
 import { createPond, deletePond, getPond, listPonds, listPondContacts, updatePond } from "./service";
@@ -27,7 +28,7 @@ const create = defineRoute(CRM, {
   description: `A pond is a shared pool of leads: a lead \`settings.leadRouting\` sends to a pond (\`{pondId}\`) is created
 unassigned and waits in it; any member claims it with \`POST /v1/contacts/{id}/claim\`. ${MANAGE}`,
   request: jsonBody(PondCreate),
-  responses: { 201: crmSuccess("The pond", Pond), ...BAD_MEMBER },
+  responses: { 201: crmSuccess("The pond", Pond, ETAG_HEADER), ...BAD_MEMBER },
 });
 
 const list = defineRoute(CRM, {
@@ -52,7 +53,7 @@ const get = defineRoute(CRM, {
   summary: "Get a pond",
   description: "Needs `contacts:read`.",
   request: { params: IdParam, query: NoQuery },
-  responses: { 200: crmSuccess("The pond", Pond), ...NOT_FOUND },
+  responses: { 200: crmSuccess("The pond", Pond, ETAG_HEADER), ...NOT_FOUND },
 });
 
 const update = defineRoute(CRM, {
@@ -64,7 +65,7 @@ const update = defineRoute(CRM, {
   summary: "Rename a pond or replace its members",
   description: `Only what is sent changes; \`members\` is replaced whole. Leads waiting in the pond stay there. ${MANAGE}`,
   request: { params: IdParam, ...jsonBody(PondUpdate) },
-  responses: { 200: crmSuccess("The pond", Pond), ...NOT_FOUND, ...BAD_MEMBER },
+  responses: { 200: crmSuccess("The pond", Pond, ETAG_HEADER), ...NOT_FOUND, ...BAD_MEMBER, ...CRM_PRECONDITION_ERROR },
 });
 
 const remove = defineRoute(CRM, {
@@ -76,7 +77,12 @@ const remove = defineRoute(CRM, {
   summary: "Delete a pond",
   description: `Refused (409 \`pond_in_use\`) while leads wait in it or \`settings.leadRouting\` sends leads to it. ${MANAGE}`,
   request: { params: IdParam, query: NoQuery },
-  responses: { 200: crmDeleted, ...NOT_FOUND, 409: crmError("Leads wait in the pond, or the lead routing names it (pond_in_use)") },
+  responses: {
+    200: crmDeleted,
+    ...NOT_FOUND,
+    409: crmError("Leads wait in the pond, or the lead routing names it (pond_in_use)"),
+    ...CRM_PRECONDITION_ERROR,
+  },
 });
 
 const contacts = defineRoute(CRM, {
@@ -93,11 +99,18 @@ const contacts = defineRoute(CRM, {
 });
 
 export const pondRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
-  .openapi(create, async (c) => c.json({ success: true as const, data: await createPond(serviceContext(c), c.req.valid("json")) }, 201))
+  .openapi(create, async (c) =>
+    c.json({ success: true as const, data: withEtag(c, await createPond(serviceContext(c), c.req.valid("json"))) }, 201),
+  )
   .openapi(list, async (c) => c.json({ success: true as const, ...(await listPonds(serviceContext(c), c.req.valid("query"))) }, 200))
-  .openapi(get, async (c) => c.json({ success: true as const, data: await getPond(serviceContext(c), c.req.valid("param").id) }, 200))
+  .openapi(get, async (c) =>
+    c.json({ success: true as const, data: withEtag(c, await getPond(serviceContext(c), c.req.valid("param").id)) }, 200),
+  )
   .openapi(update, async (c) =>
-    c.json({ success: true as const, data: await updatePond(serviceContext(c), c.req.valid("param").id, c.req.valid("json")) }, 200),
+    c.json(
+      { success: true as const, data: withEtag(c, await updatePond(serviceContext(c), c.req.valid("param").id, c.req.valid("json"))) },
+      200,
+    ),
   )
   .openapi(remove, async (c) => {
     const { id } = c.req.valid("param");

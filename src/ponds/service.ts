@@ -2,7 +2,16 @@ import { and, count, desc, eq, isNull } from "drizzle-orm";
 import { toContact } from "../contacts/service";
 import { decodeNewestFirstCursor, olderThan, paginate } from "../crm/pagination";
 import { contactRouting, contacts, pondMembers, ponds } from "../db/schema";
-import { expectNoRow, expectVersion, StaleWrite, type Statement, type VersionedTable, withRetries } from "../db/write";
+import {
+  expectNoRow,
+  expectVersion,
+  expectVersionMatch,
+  StaleWrite,
+  type Statement,
+  type VersionedTable,
+  versioned,
+  withRetries,
+} from "../db/write";
 import { commit } from "../events/commit";
 import { Conflict, type FieldIssue, NotFound, Validation } from "../lib/errors";
 import { newId } from "../lib/ids";
@@ -99,11 +108,13 @@ export async function createPond(ctx: ServiceContext, input: PondCreate): Promis
   const at = new Date().toISOString();
   const row: PondRow = { id: newId(), organizationId: ctx.organizationId, name: input.name, createdAt: at, updatedAt: at, version: 1 };
   await commit(ctx, [ctx.db.insert(ponds).values(row), ...memberRows(ctx, row.id, input.members)]);
-  return { id: row.id, name: row.name, members: [...input.members].sort(), contactCount: 0, createdAt: at, updatedAt: at };
+  return versioned({ id: row.id, name: row.name, members: [...input.members].sort(), contactCount: 0, createdAt: at, updatedAt: at }, 1);
 }
 
+/** A pond as answered, marked with its version for the ETag (If-Match on PATCH and DELETE compares it). */
 export async function getPond(ctx: ServiceContext, id: string): Promise<Pond> {
-  return (await shown(ctx, [await findPond(ctx, id)]))[0]!;
+  const row = await findPond(ctx, id);
+  return versioned((await shown(ctx, [row]))[0]!, row.version);
 }
 
 /** GET /v1/ponds: newest first, keyset-paginated, with the total. */
@@ -128,6 +139,7 @@ export async function updatePond(ctx: ServiceContext, id: string, input: PondUpd
   await checkMembers(ctx, input.members);
   return withRetries(async () => {
     const before = await findPond(ctx, id);
+    expectVersionMatch(ctx, before.version);
     const at = new Date().toISOString();
     const statements: Statement[] = [
       expectVersion(ctx.db, PONDS, ctx.organizationId, before),
@@ -158,6 +170,7 @@ export async function deletePond(ctx: ServiceContext, id: string): Promise<void>
     const [before, settings] = await Promise.all([findPond(ctx, id), organizationSettings(ctx)]);
     if (JSON.stringify(settings.leadRouting).includes(`"pondId":${JSON.stringify(id)}`))
       throw new Conflict("The lead routing (settings.leadRouting) sends leads to this pond; change it first", "pond_in_use");
+    expectVersionMatch(ctx, before.version);
     try {
       await commit(ctx, [
         expectVersion(ctx.db, PONDS, ctx.organizationId, before),

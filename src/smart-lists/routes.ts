@@ -1,9 +1,10 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { Contact, ContactPageQuery } from "../contacts/schemas";
-import { CRM, crmDeleted, crmError, crmSuccess, Page } from "../crm/body";
+import { CRM, CRM_PRECONDITION_ERROR, crmDeleted, crmError, crmSuccess, Page } from "../crm/body";
 import { requirePermission, serviceContext } from "../platform/auth";
 import type { AppBindings } from "../platform/context";
 import { validationHook } from "../platform/openapi";
+import { ETAG_HEADER, withEtag } from "../platform/etag";
 import { defineRoute, jsonBody } from "../platform/route";
 import {
   MAX_SMART_LISTS,
@@ -33,7 +34,7 @@ From then on \`smart_list.entered\` and \`smart_list.exited\` fire when a contac
 relative bounds (a daily pass). At most ${MAX_SMART_LISTS} per organization (409 too_many_smart_lists). Needs \`smart-lists:write\`.`,
   request: jsonBody(SmartListCreate),
   responses: {
-    201: crmSuccess("The smart list with its count", SmartList),
+    201: crmSuccess("The smart list with its count", SmartList, ETAG_HEADER),
     409: crmError(`The organization has ${MAX_SMART_LISTS} smart lists (too_many_smart_lists)`),
   },
 });
@@ -59,7 +60,10 @@ const read = defineRoute(CRM, {
   summary: "Get a smart list with its count",
   description: `${COUNT} Needs \`smart-lists:read\`.`,
   request: { params: SmartListIdParam },
-  responses: { 200: crmSuccess("The smart list", SmartList), 404: crmError("No smart list with this id in your organization") },
+  responses: {
+    200: crmSuccess("The smart list", SmartList, ETAG_HEADER),
+    404: crmError("No smart list with this id in your organization"),
+  },
 });
 
 const update = defineRoute(CRM, {
@@ -73,8 +77,9 @@ const update = defineRoute(CRM, {
     "The fields sent replace the list's; a new `query` replaces the old one whole and is checked as on create, and the contacts matching it are its members from then on (no events for the change itself). Needs `smart-lists:write`.",
   request: { params: SmartListIdParam, ...jsonBody(SmartListUpdate) },
   responses: {
-    200: crmSuccess("The smart list", SmartList),
+    200: crmSuccess("The smart list", SmartList, ETAG_HEADER),
     404: crmError("No smart list with this id in your organization"),
+    ...CRM_PRECONDITION_ERROR,
   },
 });
 
@@ -87,7 +92,7 @@ const remove = defineRoute(CRM, {
   summary: "Delete a smart list",
   description: "The list goes; its contacts stay as they are. Needs `smart-lists:write`.",
   request: { params: SmartListIdParam },
-  responses: { 200: crmDeleted, 404: crmError("No smart list with this id in your organization") },
+  responses: { 200: crmDeleted, 404: crmError("No smart list with this id in your organization"), ...CRM_PRECONDITION_ERROR },
 });
 
 const contacts = defineRoute(CRM, {
@@ -110,12 +115,17 @@ const contacts = defineRoute(CRM, {
 
 export const smartListRoutes = new OpenAPIHono<AppBindings>({ defaultHook: validationHook })
   .openapi(create, async (c) =>
-    c.json({ success: true as const, data: await createSmartList(serviceContext(c), c.req.valid("json")) }, 201),
+    c.json({ success: true as const, data: withEtag(c, await createSmartList(serviceContext(c), c.req.valid("json"))) }, 201),
   )
   .openapi(list, async (c) => c.json({ success: true as const, ...(await listSmartLists(serviceContext(c), c.req.valid("query"))) }, 200))
-  .openapi(read, async (c) => c.json({ success: true as const, data: await getSmartList(serviceContext(c), c.req.valid("param").id) }, 200))
+  .openapi(read, async (c) =>
+    c.json({ success: true as const, data: withEtag(c, await getSmartList(serviceContext(c), c.req.valid("param").id)) }, 200),
+  )
   .openapi(update, async (c) =>
-    c.json({ success: true as const, data: await updateSmartList(serviceContext(c), c.req.valid("param").id, c.req.valid("json")) }, 200),
+    c.json(
+      { success: true as const, data: withEtag(c, await updateSmartList(serviceContext(c), c.req.valid("param").id, c.req.valid("json"))) },
+      200,
+    ),
   )
   .openapi(remove, async (c) => {
     const { id } = c.req.valid("param");

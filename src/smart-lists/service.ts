@@ -4,9 +4,9 @@ import { ContactListQuery } from "../contacts/schemas";
 import { customFieldQuery } from "../crm/custom-fields";
 import { decodeNewestFirstCursor, olderThan, paginate } from "../crm/pagination";
 import { smartListMembers, smartLists } from "../db/schema";
-import { expectVersion, guard, isGuardFailure, type Statement, withRetries } from "../db/write";
+import { expectVersion, expectVersionMatch, guard, isGuardFailure, type Statement, versioned, withRetries } from "../db/write";
 import { commit } from "../events/commit";
-import { Conflict, type FieldIssue, NotFound, Validation } from "../lib/errors";
+import { Conflict, type FieldIssue, NotFound, PreconditionFailed, Validation } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { nowIso } from "../lib/time";
 import { issuesFromZod } from "../lib/validation";
@@ -24,15 +24,21 @@ type Row = typeof smartLists.$inferSelect;
 
 export { smartListsErasable } from "./erasure";
 
-/** A saved query's parameters as the contacts list receives them: strings by name. */
-const asParams = (raw: Record<string, string | number | boolean>): Record<string, string> =>
-  Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, String(v)]));
+/**
+ * A saved query's parameters as the contacts list receives them: strings by name (a number or boolean as its text).
+ * Any other value is passed on as it is, for the parser to name it with the query's other problems.
+ */
+const asParams = (raw: Record<string, unknown>): Record<string, unknown> =>
+  Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, typeof v === "number" || typeof v === "boolean" ? String(v) : v]));
+
+/** The query to keep, once `parseSavedQuery` took it: the contacts list's parser takes strings only. */
+const kept = (query: Record<string, unknown>): Record<string, string> => query as Record<string, string>;
 
 /**
  * The saved query parsed by the contacts list's own parser (the same 422s, each under `query.<name>`), custom fields
  * checked against the organization's definitions. Throws one Validation listing every problem.
  */
-export async function parseSavedQuery(ctx: ServiceContext, raw: Record<string, string>): Promise<ContactListQuery> {
+export async function parseSavedQuery(ctx: ServiceContext, raw: Record<string, unknown>): Promise<ContactListQuery> {
   const issues: FieldIssue[] = [];
   for (const name of NOT_SAVED)
     if (name in raw)
@@ -126,7 +132,7 @@ export async function createSmartList(ctx: ServiceContext, input: SmartListCreat
     id: newId(),
     organizationId: ctx.organizationId,
     name: input.name,
-    query,
+    query: kept(query),
     createdBy: ctx.actor.userId ?? null,
     createdAt: at,
     updatedAt: at,
@@ -146,7 +152,7 @@ export async function createSmartList(ctx: ServiceContext, input: SmartListCreat
       throw new Conflict(`An organization keeps at most ${MAX_SMART_LISTS} smart lists: delete one first`, "too_many_smart_lists");
     throw err;
   }
-  return (await withCounts(ctx, [row], now))[0]!;
+  return versioned((await withCounts(ctx, [row], now))[0]!, row.version);
 }
 
 /** GET /v1/smart-lists: newest first, keyset pages, each list with its live count. */
@@ -166,8 +172,10 @@ export async function listSmartLists(ctx: ServiceContext, q: SmartListListQuery,
   return { data: await withCounts(ctx, page, now), pagination };
 }
 
+/** A list as answered, marked with its version for the ETag (If-Match on PATCH and DELETE compares it). */
 export async function getSmartList(ctx: ServiceContext, id: string, now: Date = new Date()): Promise<SmartList> {
-  return (await withCounts(ctx, [await readRow(ctx, id)], now))[0]!;
+  const row = await readRow(ctx, id);
+  return versioned((await withCounts(ctx, [row], now))[0]!, row.version);
 }
 
 /**
@@ -178,9 +186,11 @@ export async function getSmartList(ctx: ServiceContext, id: string, now: Date = 
 export async function updateSmartList(ctx: ServiceContext, id: string, input: SmartListUpdate, now: Date = new Date()): Promise<SmartList> {
   const query = input.query ? asParams(input.query) : null;
   const parsed = query ? await parseSavedQuery(ctx, query) : null;
+  const saved = query ? kept(query) : null;
   const next = await withRetries(async () => {
     const row = await readRow(ctx, id);
-    const next: Row = { ...row, name: input.name ?? row.name, query: query ?? row.query, updatedAt: nowIso(now), version: row.version + 1 };
+    expectVersionMatch(ctx, row.version);
+    const next: Row = { ...row, name: input.name ?? row.name, query: saved ?? row.query, updatedAt: nowIso(now), version: row.version + 1 };
     await commit(ctx, [
       expectVersion(ctx.db, VERSIONED, ctx.organizationId, { id, version: row.version }),
       ctx.db
@@ -191,16 +201,38 @@ export async function updateSmartList(ctx: ServiceContext, id: string, input: Sm
     ]);
     return next;
   });
-  return (await withCounts(ctx, [next], now))[0]!;
+  return versioned((await withCounts(ctx, [next], now))[0]!, next.version);
 }
 
-/** DELETE /v1/smart-lists/{id}: the list and its members; its contacts are untouched. */
+/**
+ * DELETE /v1/smart-lists/{id}: the list and its members; its contacts are untouched. With If-Match, only the version
+ * it names is deleted (412 when the list moved on since).
+ */
 export async function deleteSmartList(ctx: ServiceContext, id: string): Promise<void> {
+  let at = mine(ctx, id);
+  if (ctx.ifMatch && ctx.ifMatch !== "*") {
+    const row = await readRow(ctx, id);
+    expectVersionMatch(ctx, row.version);
+    at = and(at, eq(smartLists.version, row.version));
+  }
   const [gone] = await ctx.db.batch([
-    ctx.db.delete(smartLists).where(mine(ctx, id)).returning({ id: smartLists.id }),
-    ctx.db.delete(smartListMembers).where(and(eq(smartListMembers.organizationId, ctx.organizationId), eq(smartListMembers.listId, id))),
+    ctx.db.delete(smartLists).where(at).returning({ id: smartLists.id }),
+    // Only once the list is gone: a delete refused by its If-Match leaves the members of the list that stays.
+    ctx.db
+      .delete(smartListMembers)
+      .where(
+        and(
+          eq(smartListMembers.organizationId, ctx.organizationId),
+          eq(smartListMembers.listId, id),
+          sql`NOT EXISTS (SELECT 1 FROM ${smartLists} WHERE ${mine(ctx, id)})`,
+        ),
+      ),
   ]);
-  if (gone.length === 0) throw new NotFound("Smart list");
+  if (gone.length === 0) {
+    // Gone (404), or, under If-Match, changed between the read and the delete (412).
+    await readRow(ctx, id);
+    throw new PreconditionFailed();
+  }
 }
 
 /** GET /v1/smart-lists/{id}/contacts: GET /v1/contacts with the saved query and the request's page parameters. */

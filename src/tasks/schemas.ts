@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { listQuery, timestampParam } from "../crm/list-query";
 import { TASK_PRIORITIES } from "../deals/schemas";
-import { freeText, oneLineText } from "../lib/validation";
+import { freeText, oneLineText, utcInstant } from "../lib/validation";
 
 export const TASK_TYPES = ["call", "email", "text", "showing", "follow_up", "other"] as const;
 export const TASK_STATUSES = ["open", "completed"] as const;
@@ -9,10 +9,11 @@ export const DUE_WINDOWS = ["overdue", "today", "upcoming"] as const;
 export type DueWindow = (typeof DUE_WINDOWS)[number];
 
 const id = z.string().min(1).max(100);
-const dueAt = z.iso
-  .datetime({ offset: true, message: "Must be an ISO 8601 timestamp" })
-  .transform((v) => new Date(v).toISOString())
-  .openapi({ type: "string", format: "date-time", description: "When the task falls due; stored and answered in UTC" });
+const dueAt = utcInstant(1900).openapi({
+  type: "string",
+  format: "date-time",
+  description: "When the task falls due; stored and answered in UTC",
+});
 
 /** A task (issue 46): on a contact, a deal and/or a property, or only on the agent's day. */
 export const Task = z

@@ -42,4 +42,27 @@ describe("the schedule_showing MCP tool", () => {
     expect(refused.isError).toBe(true);
     await client.close();
   });
+
+  it("names every bad argument at once, as POST /v1/appointments does, the year past 9999 among them", async () => {
+    // The tool's own looser check answered first and alone: a bad start hid a bad zone, title and notes.
+    const p = await createPrincipal();
+    const property = await createProperty(p.token);
+    const client = await connect(p.token);
+    const r = await tool(client, "schedule_showing", {
+      propertyId: property.id,
+      startsAt: "9999-12-31T23:45:00-14:00",
+      timeZone: "Mars/Olympus_Mons",
+      title: "Open\r\nhouse",
+      notes: "a\u0007b",
+    });
+    expect(r.isError, r.text).toBe(true);
+    expect(r.data.error).toBe("validation_error");
+    expect((r.data.issues as { field: string; code: string }[]).map((i) => `${i.field} ${i.code}`).sort()).toEqual([
+      "notes invalid_character",
+      "startsAt out_of_range",
+      "timeZone invalid_time_zone",
+      "title invalid_character",
+    ]);
+    await client.close();
+  });
 });

@@ -98,6 +98,63 @@ describe("appointments", () => {
     );
   });
 
+  it("refuses times outside the years 1900 to 9999 in UTC, each named, and keeps a zone by its canonical name", async () => {
+    // 9999-12-31T23:00-14:00 is in the year 10000: stored as "+010000-…" it listed first and was mailed as a 9-digit DTSTART.
+    const p = await createPrincipal();
+    const far = await call("POST", "/v1/appointments", {
+      token: p.token,
+      body: appointmentBody({ startsAt: "9999-12-31T23:00:00-14:00", endsAt: "9999-12-31T23:30:00-14:00" }),
+    });
+    expect(issuePairs(await expectCrmError(far, 422, "validation_error"))).toEqual(["endsAt:out_of_range", "startsAt:out_of_range"]);
+    const mine = await createAppointment(p.token, { timeZone: "america/new_york" });
+    expect(mine.timeZone).toBe("America/New_York");
+    const moved = await call("PATCH", `/v1/appointments/${mine.id}`, { token: p.token, body: { endsAt: "+010000-01-01T00:00:00Z" } });
+    expect((await json(moved)).success).toBe(false);
+    expect(moved.status).toBe(422);
+    const zone = await patchAppointment(p.token, mine.id, { timeZone: "europe/paris" });
+    expect(zone.timeZone).toBe("Europe/Paris");
+  });
+
+  it("an appointment in the last days of 9999 keeps four-digit years in its zone and in the VTIMEZONE it is mailed with", async () => {
+    // 9999-12-31T12:00Z is 10000-01-01 02:00 in Kiritimati (+14); a VTIMEZONE covering the year after 9999 wrote DST
+    // changes in the year 10000. Both came out as 9-digit dates no calendar reads.
+    const p = await createPrincipal();
+    const late = await call("POST", "/v1/appointments", {
+      token: p.token,
+      body: appointmentBody({ startsAt: "9999-12-31T12:00:00Z", endsAt: "9999-12-31T13:00:00Z", timeZone: "Pacific/Kiritimati" }),
+    });
+    expect(issuePairs(await expectCrmError(late, 422, "validation_error"))).toEqual(["endsAt:out_of_range", "startsAt:out_of_range"]);
+    const mine = await createAppointment(p.token, { timeZone: "Pacific/Kiritimati" });
+    const moved = await call("PATCH", `/v1/appointments/${mine.id}`, {
+      token: p.token,
+      body: { startsAt: "9999-12-31T12:00:00Z", endsAt: "9999-12-31T13:00:00Z" },
+    });
+    expect(issuePairs(await expectCrmError(moved, 422, "validation_error"))).toEqual(["endsAt:out_of_range", "startsAt:out_of_range"]);
+
+    const email = uniqueEmail("y9999");
+    const buyer = await createContact(p.token, { email });
+    await createAppointment(p.token, {
+      startsAt: "9999-06-01T14:00:00Z",
+      endsAt: "9999-06-01T15:00:00Z",
+      timeZone: "America/New_York",
+      attendees: [{ contactId: buyer.id }],
+    });
+    await deliverInvitations(p.organizationId);
+    const [mail] = await mailWithAttachments(email);
+    const ics = mail!.attachments[0]!.content;
+    expect(ics.split("\r\n").filter((line) => /^DTSTART/.test(line) && !/:\d{8}T\d{6}Z?$/.test(line))).toEqual([]);
+    expect(eventOf(ics).event.startDate.toString()).toBe("9999-06-01T10:00:00");
+  });
+
+  it("a list window that ends before it starts is a 422, as the contact list's ranges are, not an empty page", async () => {
+    const p = await createPrincipal();
+    await createAppointment(p.token);
+    const res = await call("GET", "/v1/appointments?from=2027-03-16T00:00:00Z&to=2027-03-15T00:00:00Z", { token: p.token });
+    expect(issuePairs(await expectCrmError(res, 422, "validation_error"))).toEqual(["from:invalid_range"]);
+    const day = await call("GET", "/v1/appointments?from=2027-03-15T00:00:00Z&to=2027-03-16T00:00:00Z", { token: p.token });
+    expect((await json(day)).pagination.total).toBe(1);
+  });
+
   it("a showing of a property takes its address and emits property.showing_scheduled with the property", async () => {
     const p = await createPrincipal();
     const property = await createProperty(p.token);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { newId } from "../../src/lib/ids";
+import { createApiKey } from "../helpers/api-keys";
 import { call, json } from "../helpers/client";
 import { createContact } from "../helpers/contacts";
 import { createPrincipal, tenantDb } from "../helpers/factories";
@@ -45,6 +46,20 @@ describe("calendar feed", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toBe("text/calendar; charset=utf-8");
     expect(await res.text()).toMatch(/^BEGIN:VCALENDAR\r\n/);
+  });
+
+  it("is issued only to a credential that may read tasks too: the feed serves the user's tasks, notes included", async () => {
+    // A key holding appointments:read alone (403 on /v1/tasks) read every dated task's title and notes through it.
+    const p = await createPrincipal();
+    const narrow = await createApiKey(p.token, ["appointments:read"]);
+    const refused = await call("POST", "/v1/users/me/calendar-feed", { token: narrow.key });
+    const body = await json(refused);
+    expect(refused.status, JSON.stringify(body)).toBe(403);
+    expect(body.error.code).toBe("insufficient_permission");
+    expect(body.error.detail).toContain("tasks:read");
+    expect((await json(await call("GET", "/v1/users/me/calendar-feed", { token: p.token }))).data.exists).toBe(false);
+    const wide = await createApiKey(p.token, ["appointments:read", "tasks:read"]);
+    await issueFeed(wide.key);
   });
 
   it("serves the user's appointments in their zones (VTIMEZONE with and without DST) and dated open tasks, folded at 75 octets", async () => {

@@ -43,6 +43,20 @@ describe("GET /v1/contacts: the smart-list filters", () => {
     expect(await total("createdAt[gte]=-PT1H&createdAt[lte]=PT1H")).toBe(3);
   });
 
+  it("a bound past the year 9999 (relative or through an offset) is the end of time, never a string that sorts first", async () => {
+    // P9999Y from now, and 9999-12-31T23:00-14:00, fall in the year 10000: "+010000-…" compared below every date.
+    const p = await createPrincipal();
+    await createContact(p.token);
+    const total = async (q: string) => (await listPage(p.token, q)).pagination.total;
+    expect(await total("createdAt[gte]=P9999Y")).toBe(0);
+    expect(await total("createdAt[lte]=P9999Y")).toBe(1);
+    expect(await total("createdAt[gte]=-P9999Y")).toBe(1);
+    expect(await total("createdAt[lte]=-P9999Y")).toBe(0);
+    expect(await total("createdAt[gte]=P9999Y99999M99999W999999DT9999999H999999999M9999999999S")).toBe(0);
+    const far = await call("GET", "/v1/contacts?createdAt[gte]=9999-12-31T23:00:00-14:00", { token: p.token });
+    expect(issuePairs(await expectCrmError(far, 422, "validation_error"))).toEqual(["createdAt[gte]:invalid_date_bound"]);
+  });
+
   it("hasOpenTask reads the tasks, open ones only, and its total follows a task write at once", async () => {
     const p = await createPrincipal();
     const a = await createContact(p.token);

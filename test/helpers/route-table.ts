@@ -883,7 +883,8 @@ ROUTES.push(
   },
   { method: "POST", path: "/v1/appointments/{id}/cancel", family: "crm", body: {}, seed: seedAppointment, unknown: unknownAppointment },
   { method: "GET", path: "/v1/users/me/calendar-feed", family: "crm" },
-  { method: "POST", path: "/v1/users/me/calendar-feed", family: "crm" },
+  // The feed it answers carries the user's tasks.
+  { method: "POST", path: "/v1/users/me/calendar-feed", family: "crm", objectReads: ["tasks:read"] },
   { method: "DELETE", path: "/v1/users/me/calendar-feed", family: "crm" },
 );
 

@@ -120,6 +120,37 @@ describe("lead routing mode rules (settings.leadRouting)", () => {
     });
   });
 
+  it("refuses a match no lead can meet: a source or tag intake would refuse (line breaks, bidi overrides, a comma, no letter)", async () => {
+    // Such rules were saved and silently never applied; an override in a tag also shows reversed wherever it is read.
+    const p = await createPrincipal();
+    const res = await settle(p, {
+      mode: "rules",
+      rules: [
+        { match: { source: "!!!", tag: "vip\r\nx" }, target: { userId: p.userId } },
+        { match: { source: " ", tag: "\u202eabc" }, target: { userId: p.userId } },
+        { match: { tag: "a,b" }, target: { userId: p.userId } },
+      ],
+      default: { userId: p.userId },
+    });
+    expect(res.status).toBe(422);
+    expect((await json(res)).error.errors.map((e: { field: string; code: string }) => `${e.field}:${e.code}`).sort()).toEqual(
+      [
+        "settings.leadRouting.rules.0.match.source:invalid_format",
+        "settings.leadRouting.rules.0.match.tag:invalid_character",
+        "settings.leadRouting.rules.1.match.source:invalid_format",
+        "settings.leadRouting.rules.1.match.tag:invalid_character",
+        "settings.leadRouting.rules.2.match.tag:invalid_character",
+      ].sort(),
+    );
+    const fine = await settle(p, {
+      mode: "rules",
+      rules: [{ match: { source: "open-house", tag: "🏠 Luxury" }, target: { userId: p.userId } }],
+      default: { userId: p.userId },
+    });
+    expect((await ok(fine)).data.settings.leadRouting.rules[0].match).toEqual({ source: "OPEN_HOUSE", tag: "🏠 Luxury" });
+    expect((await preview(p, { source: "Open House", tags: ["🏠 luxury"] })).target).toEqual({ type: "user", id: p.userId });
+  });
+
   it("previews without creating anything: no contact, activity, routing row, event, kept answer or round robin turn", async () => {
     const p = await createPrincipal();
     await lead(p);

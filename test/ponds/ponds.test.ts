@@ -46,6 +46,26 @@ const shardOf = async (p: TestPrincipal) => createDb(await tenantDb(p.organizati
 const minutesFromNow = (m: number) => new Date(Date.now() + m * 60_000);
 
 describe("ponds (/v1/ponds)", () => {
+  it("honours If-Match on PATCH and DELETE with the version its reads answer as ETag", async () => {
+    // A stale or garbage If-Match was ignored (the ETag was a hash of the answer): a lost update RFC 9110 forbids.
+    const p = await createPrincipal();
+    const created = await call("POST", "/v1/ponds", { token: p.token, body: { name: "North" } });
+    const id = (await json(created)).data.id as string;
+    expect(created.headers.get("etag")).toBe('"1"');
+    const read = await call("GET", `/v1/ponds/${id}`, { token: p.token });
+    expect(read.headers.get("etag")).toBe('"1"');
+    const first = await call("PATCH", `/v1/ponds/${id}`, { token: p.token, body: { name: "North 2" }, headers: { "if-match": '"1"' } });
+    expect(first.status, await first.clone().text()).toBe(200);
+    expect(first.headers.get("etag")).toBe('"2"');
+    for (const stale of ['"1"', 'W/"junk"']) {
+      const again = await call("PATCH", `/v1/ponds/${id}`, { token: p.token, body: { name: "North 2" }, headers: { "if-match": stale } });
+      expect((await json(again)).error.code).toBe("precondition_failed");
+      const gone = await call("DELETE", `/v1/ponds/${id}`, { token: p.token, headers: { "if-match": stale } });
+      expect(gone.status).toBe(412);
+    }
+    expect((await call("DELETE", `/v1/ponds/${id}`, { token: p.token, headers: { "if-match": '"2"' } })).status).toBe(200);
+  });
+
   it("creates, lists, reads, renames and deletes a pond; members must be users of the organization", async () => {
     const p = await createPrincipal();
     const agent = await createPrincipal({ organizationId: p.organizationId, role: "agent" });

@@ -63,6 +63,34 @@ const membership = async (p: TestPrincipal) =>
     .map((e) => `${e.type}:${(e.data.object as { contactId: string }).contactId}`);
 
 describe("/v1/smart-lists", () => {
+  it("honours If-Match on PATCH and DELETE with the version its reads answer as ETag", async () => {
+    // A stale or garbage If-Match was ignored (the ETag was a hash of the answer): a lost update RFC 9110 forbids.
+    const p = await createPrincipal();
+    const created = await call("POST", "/v1/smart-lists", { token: p.token, body: { name: "Leads", query: { type: "LEAD" } } });
+    const id = (await json(created)).data.id as string;
+    expect(created.headers.get("etag")).toBe('"1"');
+    const read = await call("GET", `/v1/smart-lists/${id}`, { token: p.token });
+    expect(read.headers.get("etag")).toBe('"1"');
+    const first = await call("PATCH", `/v1/smart-lists/${id}`, {
+      token: p.token,
+      body: { name: "Leads 2" },
+      headers: { "if-match": '"1"' },
+    });
+    expect(first.status, await first.clone().text()).toBe(200);
+    expect(first.headers.get("etag")).toBe('"2"');
+    for (const stale of ['"1"', 'W/"junk"']) {
+      const again = await call("PATCH", `/v1/smart-lists/${id}`, {
+        token: p.token,
+        body: { name: "Leads 2" },
+        headers: { "if-match": stale },
+      });
+      expect((await json(again)).error.code).toBe("precondition_failed");
+      const gone = await call("DELETE", `/v1/smart-lists/${id}`, { token: p.token, headers: { "if-match": stale } });
+      expect(gone.status).toBe(412);
+    }
+    expect((await call("DELETE", `/v1/smart-lists/${id}`, { token: p.token, headers: { "if-match": '"2"' } })).status).toBe(200);
+  });
+
   it("saves a query checked by the contacts list's parser, listing every problem under query", async () => {
     const p = await createPrincipal();
     const res = await call("POST", "/v1/smart-lists", {
@@ -78,6 +106,22 @@ describe("/v1/smart-lists", () => {
     // The custom fields are checked once the rest parses.
     const custom = await call("POST", "/v1/smart-lists", { token: p.token, body: { name: "Bad", query: { "customFields.nope": "1" } } });
     expect(issuePairs(await expectCrmError(custom, 422, "validation_error"))).toEqual(["query.customFields.nope:unknown_field"]);
+  });
+
+  it("lists every problem of a query at once, a too-long or non-text value among them", async () => {
+    // The body's own check of each value once answered alone, hiding what the contacts list's parser would say.
+    const p = await createPrincipal();
+    const res = await call("POST", "/v1/smart-lists", {
+      token: p.token,
+      body: { name: "Bad", query: { tags: "x".repeat(2100), type: "ALIEN", "leadScore[gte]": "abc", assignedTo: { id: 1 }, source: null } },
+    });
+    expect(issuePairs(await expectCrmError(res, 422, "validation_error"))).toEqual([
+      "query.assignedTo:invalid_type",
+      "query.leadScore[gte]:invalid_integer",
+      "query.source:invalid_type",
+      "query.tags:too_big",
+      "query.type:invalid_enum_value",
+    ]);
   });
 
   it("creates, lists with live counts, reads, renames, re-queries and deletes", async () => {

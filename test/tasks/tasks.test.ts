@@ -4,7 +4,7 @@ import { createContact, issuePairs } from "../helpers/contacts";
 import { addAgent, createDeal, createTask as createDealTask } from "../helpers/deals";
 import { createPrincipal } from "../helpers/factories";
 import { createProperty } from "../helpers/properties";
-import { createTask, eventsOf, expectError } from "../helpers/tasks";
+import { createTask, eventsOf, expectError, listTasks } from "../helpers/tasks";
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const UNKNOWN_ID = "00000000-0000-4000-8000-000000000000";
@@ -90,6 +90,25 @@ describe("tasks", () => {
     });
     const errors = await expectError(res, 422, "validation_error");
     expect(issuePairs(errors).map((pair) => pair.split(":")[0])).toEqual(["colour", "dueAt", "priority", "title", "type"]);
+  });
+
+  it("refuses a due time that is not in the years 1900 to 9999 in UTC, on /v1/tasks and the deal's route", async () => {
+    // 9999-12-31T23:00-14:00 is 10000-01-01T13:00Z: stored as "+010000-…" it sorted before every date and read as overdue.
+    const p = await createPrincipal();
+    const deal = await createDeal(p.token);
+    const late = "9999-12-31T23:00:00-14:00";
+    const early = "1900-01-01T00:30:00+01:00";
+    for (const dueAt of [late, early]) {
+      const res = await call("POST", "/v1/tasks", { token: p.token, body: { title: "Far off", dueAt } });
+      expect(issuePairs(await expectError(res, 422, "validation_error"))).toEqual(["dueAt:out_of_range"]);
+    }
+    const task = await createTask(p.token, { title: "Soon", dueAt: "9999-12-31T09:00:00Z" });
+    expect(task.dueAt).toBe("9999-12-31T09:00:00.000Z");
+    const moved = await call("PATCH", `/v1/tasks/${task.id}`, { token: p.token, body: { dueAt: late } });
+    expect(issuePairs(await expectError(moved, 422, "validation_error"))).toEqual(["dueAt:out_of_range"]);
+    const onDeal = await call("POST", `/v1/deals/${deal.id}/tasks`, { token: p.token, body: { title: "Far off", dueDate: late } });
+    expect(issuePairs(await expectError(onDeal, 422, "validation_error"))).toEqual(["dueDate:invalid_date"]);
+    expect((await listTasks(p.token, "?due=overdue&at=2030-01-01T00:00:00Z")).data).toEqual([]);
   });
 
   it("changes only the fields sent, honours If-Match, emits task.updated with what changed", async () => {
