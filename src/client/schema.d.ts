@@ -16153,7 +16153,7 @@ export interface operations {
                 limit?: number;
                 /** @description `pagination.nextCursor` of the previous page */
                 cursor?: string;
-                /** @description A user id, or `me` (the calling user) */
+                /** @description A user id, `me` (the calling user) or `none` (assigned to nobody) */
                 assignedTo?: string;
                 /** @description `overdue`: due before now; `today`: due within today's date in the organization's time zone; `upcoming`: due after the end of today */
                 due?: "overdue" | "today" | "upcoming";

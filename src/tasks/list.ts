@@ -19,7 +19,8 @@ export type ListWindow = DueWindow | "through_today";
 export interface TaskFilter {
   organizationId: string;
   completed: boolean;
-  assignedTo?: string;
+  /** null: assigned to nobody. */
+  assignedTo?: string | null;
   contactId?: string;
   dealId?: string;
   due?: { window: ListWindow; now: string; day: ZonedDay };
@@ -74,7 +75,7 @@ function afterCursor(cursor: string): SQL | undefined {
 export function taskListStatements(db: Db, f: TaskFilter, limit: number) {
   const scope = and(
     eq(tasks.organizationId, f.organizationId),
-    f.assignedTo !== undefined ? eq(tasks.assignedTo, f.assignedTo) : undefined,
+    f.assignedTo === null ? isNull(tasks.assignedTo) : f.assignedTo !== undefined ? eq(tasks.assignedTo, f.assignedTo) : undefined,
     f.contactId !== undefined ? eq(tasks.contactId, f.contactId) : undefined,
     f.dealId !== undefined ? eq(tasks.dealId, f.dealId) : undefined,
     // A deal holds at most 200 tasks: its own index, sorted in memory, rather than the organization's open tasks in
@@ -111,7 +112,8 @@ export async function listTasks(
   q: Omit<TaskListQuery, "due"> & { due?: ListWindow },
 ): Promise<{ data: Task[]; pagination: z.infer<typeof Pagination> }> {
   const issues = [];
-  let assignedTo = q.assignedTo;
+  // `none`: nobody's (ids are generated, so no user is called that), as the contacts list reads it.
+  let assignedTo: string | null | undefined = q.assignedTo === "none" ? null : q.assignedTo;
   if (assignedTo === "me") {
     assignedTo = ctx.actor.userId ?? undefined;
     if (!assignedTo)

@@ -73,7 +73,7 @@ export const TaskUpdate = z
 export type TaskUpdate = z.infer<typeof TaskUpdate>;
 
 export const TaskListQuery = listQuery({
-  assignedTo: id.optional().openapi({ description: "A user id, or `me` (the calling user)" }),
+  assignedTo: id.optional().openapi({ description: "A user id, `me` (the calling user) or `none` (assigned to nobody)" }),
   due: z.enum(DUE_WINDOWS).optional().openapi({
     description:
       "`overdue`: due before now; `today`: due within today's date in the organization's time zone; `upcoming`: due after the end of today",

@@ -71,6 +71,10 @@ describe("GET /v1/tasks", () => {
       expect.arrayContaining(["A 07:00 on the 14th", "Z theirs"]),
     );
     expect((await listTasks(p.token, `?due=overdue${at(BEFORE_MIDNIGHT)}`)).pagination.total).toBe(2);
+    // Nobody's: the tasks without an assignee, as the contacts list reads `none`.
+    await createTask(p.token, { title: "Y nobody's", dueAt: "2030-01-14T12:00:00Z", assignedTo: null });
+    expect(await titles(p.token, `?assignedTo=none&due=overdue${at(BEFORE_MIDNIGHT)}`)).toEqual(["Y nobody's"]);
+    expect((await listTasks(p.token, `?assignedTo=none${at(BEFORE_MIDNIGHT)}`)).pagination.total).toBe(1);
     // The same instants in UTC: the 15th has begun at both.
     const utc = await createPrincipal();
     await createTask(utc.token, { title: "B", dueAt: "2030-01-14T23:45:00-05:00" });
