@@ -1,4 +1,4 @@
-import { and, eq, sql } from "drizzle-orm";
+import { and, eq, type SQL, sql } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { contacts, dealActivities, dealDocuments, deals, dealStageChanges, tasks } from "../db/schema";
 import { checkCustomFields, withCustomFields } from "../crm/custom-fields";
@@ -12,7 +12,7 @@ import type { ServiceContext } from "../service-context";
 import { dealWriteReads } from "./preload";
 import { expectReferences } from "../db/references";
 import { archiveRows, readTrashed, restoreFrame, restoreRows, trashEntry } from "../crm/trash";
-import { type DealRecord, fromRow, toDeal } from "./mapping";
+import { type DealRecord, fromRow, type TaskRecord, toDeal, toTask } from "./mapping";
 import { present } from "./present";
 import type { Deal, DealCreate, DealMove, DealUpdate, Include } from "./schemas";
 import {
@@ -27,6 +27,7 @@ import {
   pipelineMoves,
   replaceDeal,
   stageChangeStatements,
+  touchDeal,
   writableInput,
 } from "./writes";
 export { dealsErasable } from "./erasure";
@@ -213,4 +214,28 @@ export async function dealsOfContacts(ctx: ServiceContext, contactIds: string[])
     out.get(r.contactId)?.push(toDeal(r));
   }
   return out;
+}
+
+/**
+ * A deal task's completion as its deal records it, whichever route completed it (this one or POST /v1/tasks/{id}/
+ * complete): the deal touched (guarded by `conditions`), a TASK_COMPLETED activity, deal.task_completed.
+ */
+export function dealTaskCompleted(ctx: ServiceContext, deal: DealRecord, done: TaskRecord, at: string, conditions: SQL[] = []) {
+  const after = { ...deal, lastActivityAt: at, version: deal.version + 1 };
+  return {
+    statements: [
+      ...touchDeal(ctx, deal.id, at, conditions),
+      ctx.db
+        .insert(dealActivities)
+        .values(activityRow(ctx, deal.id, "TASK_COMPLETED", `Task completed: ${done.title}`, { taskId: done.id }, at)),
+    ],
+    events: [
+      newEvent(ctx, "deal.task_completed", {
+        object: toDeal(after),
+        task: toTask(done),
+        previousAttributes: { task: { completed: false } },
+        changes: ["task.completed"],
+      }),
+    ],
+  };
 }

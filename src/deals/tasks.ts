@@ -10,7 +10,7 @@ import { newId } from "../lib/ids";
 import type { ServiceContext } from "../service-context";
 import { type TaskRecord, toActivity, toDeal, toTask } from "./mapping";
 import { type DealActivity, type DealTask, type DealTaskCreate, MAX_TASKS } from "./schemas";
-import { findDeal, readDealForWrite } from "./service";
+import { dealTaskCompleted, findDeal, readDealForWrite } from "./service";
 import { activityRow, touchDeal } from "./writes";
 
 export { MAX_TASKS };
@@ -109,28 +109,20 @@ export async function completeTask(ctx: ServiceContext, dealId: string, taskId: 
       updatedAt: at,
       version: row.version + 1,
     };
-    const after = { ...before, lastActivityAt: at, version: before.version + 1 };
     const task = toTask(done);
     const open = sql`EXISTS (SELECT 1 FROM ${tasks} WHERE ${and(tasksOf(ctx, dealId), eq(tasks.id, taskId), eq(tasks.completed, false))})`;
+    const recorded = dealTaskCompleted(ctx, before, done, at, [open]);
     await commit(
       ctx,
       [
-        ...touchDeal(ctx, dealId, at, [open]),
+        ...recorded.statements,
         ctx.db
           .update(tasks)
           .set({ completed: true, completedAt: at, completedBy: done.completedBy, updatedAt: at, version: done.version })
           .where(and(tasksOf(ctx, dealId), eq(tasks.id, taskId))),
-        ctx.db.insert(dealActivities).values(activityRow(ctx, dealId, "TASK_COMPLETED", `Task completed: ${row.title}`, { taskId }, at)),
         ...(row.contactId ? [tasksMoveContacts(ctx.db, ctx.organizationId)] : []),
       ],
-      [
-        newEvent(ctx, "deal.task_completed", {
-          object: toDeal(after),
-          task,
-          previousAttributes: { task: { completed: false } },
-          changes: ["task.completed"],
-        }),
-      ],
+      recorded.events,
     );
     return task;
   });

@@ -10,6 +10,7 @@ import { newId } from "../lib/ids";
 import { nowIso } from "../lib/time";
 import { readContactForWrite, touchContact } from "../contacts/service";
 import { MAX_TASKS } from "../deals/schemas";
+import { dealTaskCompleted, readDealForWrite } from "../deals/service";
 import type { ServiceContext } from "../service-context";
 import type { Task, TaskCreate, TaskUpdate } from "./schemas";
 import { TASKS, type TaskRecord, toTask } from "./mapping";
@@ -219,14 +220,18 @@ async function contactOf(ctx: ServiceContext, contactId: string | null) {
 /**
  * POST /v1/tasks/{id}/complete: completedBy and completedAt recorded, a TASK activity on its contact (which moves the
  * contact's version, as every activity does). Guarded on the task's version: of concurrent completions one lands, the
- * others (and any later one) answer 409 task_already_completed. Emits task.completed.
+ * others (and any later one) answer 409 task_already_completed. Emits task.completed; a deal's task is recorded on its
+ * deal too, as the deal's own route records it (an activity, deal.task_completed).
  */
 export async function completeTask(ctx: ServiceContext, id: string): Promise<Task> {
   return withRetries(async () => {
     const before = await findTask(ctx, id);
     expectVersionMatch(ctx, before.version);
     if (before.completed) throw new Conflict("The task is already completed", "task_already_completed");
-    const contact = await contactOf(ctx, before.contactId);
+    const [contact, deal] = await Promise.all([
+      contactOf(ctx, before.contactId),
+      before.dealId ? readDealForWrite({ ...ctx, ifMatch: undefined }, before.dealId) : null,
+    ]);
     const now = new Date();
     const at = now.toISOString();
     const userId = ctx.actor.userId ?? null;
@@ -244,6 +249,11 @@ export async function completeTask(ctx: ServiceContext, id: string): Promise<Tas
       ...(before.contactId ? [tasksMoveContacts(ctx.db, ctx.organizationId)] : []),
     ];
     const events = [resourceEvent(ctx, "task.completed", toTask(after), toTask(before))];
+    if (deal) {
+      const recorded = dealTaskCompleted(ctx, deal, after, at);
+      statements.push(...recorded.statements);
+      events.push(...recorded.events);
+    }
     if (contact) {
       const figures = { ...contact.figures, count: contact.figures.count + 1, lastActivityAt: at };
       const touched = touchContact(ctx, contact.before, figures, null, now);

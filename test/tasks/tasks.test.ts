@@ -225,6 +225,23 @@ describe("tasks", () => {
     await expectError(await call("POST", `/v1/tasks/${dealTask.id}/complete`, { token: p.token }), 409, "task_already_completed");
   });
 
+  it("a deal task completed through /v1/tasks is on its deal as the deal's route records it: an activity, deal.task_completed", async () => {
+    const p = await createPrincipal();
+    const deal = await createDeal(p.token);
+    const dealTask = await createDealTask(p.token, deal.id, { title: "Book the inspector" });
+    const res = await call("POST", `/v1/tasks/${dealTask.id}/complete`, { token: p.token });
+    expect(res.status).toBe(200);
+    const activities = (await json(await call("GET", `/v1/deals/${deal.id}/activities`, { token: p.token }))).data;
+    expect(activities.filter((a: { type: string }) => a.type === "TASK_COMPLETED")).toEqual([
+      expect.objectContaining({ description: "Task completed: Book the inspector" }),
+    ]);
+    const [event] = await eventsOf(p.organizationId, "deal.task_completed");
+    expect(event).toMatchObject({ object: { id: deal.id }, task: { id: dealTask.id, completed: true } });
+    expect(await eventsOf(p.organizationId, "task.completed")).toHaveLength(1);
+    const shown = (await json(await call("GET", `/v1/deals/${deal.id}`, { token: p.token }))).data;
+    expect(shown.lastActivityAt).toBe((await json(res)).data.completedAt);
+  });
+
   it("another organization's task is a 404 on every route", async () => {
     const p = await createPrincipal();
     const other = await createPrincipal();
