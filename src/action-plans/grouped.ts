@@ -30,7 +30,7 @@ import {
  * nothing, so a guard that fails for one (a racing pass, a pause, a contact changed meanwhile) sends each enrollment
  * of the batch down the one-at-a-time path, where only that one loses.
  */
-const GROUP = 50;
+const GROUP = 100;
 
 /** The steps this file runs grouped: those that only write, and the e-mail. Others (a deal's move) go one at a time. */
 export const GROUPED_STEPS = new Set<StoredPlanStep["type"]>([

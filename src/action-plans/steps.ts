@@ -393,9 +393,14 @@ export function advanceStatements(ctx: ServiceContext, row: EnrollmentRow, index
         version: row.version + 1,
       };
   const atVersion = and(eq(planEnrollments.id, row.id), eq(planEnrollments.version, row.version));
+  // Only the columns that move: the others' indexes (and the stored steps) are left as they are.
+  const { nextStep, nextRunAt, status, endedAt, updatedAt, version } = after;
   return {
     after,
-    statements: [expectRow(ctx.db, planEnrollments, atVersion), ctx.db.update(planEnrollments).set(after).where(atVersion)],
+    statements: [
+      expectRow(ctx.db, planEnrollments, atVersion),
+      ctx.db.update(planEnrollments).set({ nextStep, nextRunAt, status, endedAt, updatedAt, version }).where(atVersion),
+    ],
     events:
       !next && live
         ? [newEvent(ctx, "action_plan.completed", { object: toEnrollment(after), previousAttributes: null, changes: null })]
