@@ -11,6 +11,7 @@ import type { ServiceContext } from "../service-context";
 import type { EnrollmentRow, StepRunRow } from "./service";
 import {
   activeAt,
+  advanceStatements,
   agentOf,
   type ContactChange,
   contactSideEffects,
@@ -105,37 +106,36 @@ async function runWrites(ctx: ServiceContext, group: EnrollmentRow[], contacts: 
     const step = row.steps[row.nextStep]!;
     const dueAt = row.nextRunAt!;
     const effect = writeStep(ctx, row, step, contact.before, contact.figures, dueAt, now);
-    const { advance, done } = advanceOf(ctx, row, dueAt, now);
+    const advance = advanceStatements(ctx, row, row.nextStep, dueAt, now);
     statements.push(
       expectRow(ctx.db, planEnrollments, and(activeAt(row), eq(planEnrollments.version, row.version))),
       expectNoRow(ctx.db, planStepRuns, runOf(row.id, row.nextStep)),
       ctx.db.insert(planStepRuns).values(runRow(row, step, dueAt, at, "done", effect.outcome)),
       ...effect.statements,
-      ...advance,
+      ...advance.statements,
     );
-    events.push(...effect.events, ...done.events);
+    events.push(...effect.events, ...advance.events);
     if (effect.change) changes.push(effect.change);
-    after.push(done.after);
+    after.push(advance.after);
   }
   let ran = 0;
+  let committed = false;
   if (after.length) {
     try {
       await commit(ctx, [...statements, ...contactSideEffects(ctx, changes, at)], events);
-      ran += after.length;
-      for (const row of after) if (stillDue(row, now)) ran += await singly(row, null);
+      committed = true;
     } catch (err) {
       logFallback(ctx, after.length, err);
       alone.push(...group.filter((r) => contacts.has(r.contactId)));
     }
   }
+  if (committed) {
+    ran += after.length;
+    for (const row of after) if (stillDue(row, now)) ran += await singly(row, null);
+  }
   for (const row of alone) ran += await singly(row, undefined);
   return ran;
 }
-
-const advanceOf = (ctx: ServiceContext, row: EnrollmentRow, dueAt: string, now: Date) => {
-  const done = finishStatements(ctx, row, row.nextStep, dueAt, now, null, null);
-  return { advance: done.statements, done: { after: done.after!, events: done.events } };
-};
 
 /**
  * The e-mail steps this pass claimed: rendered, sent GROUP at a time (each with its step's idempotency key), then
