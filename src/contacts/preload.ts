@@ -26,13 +26,17 @@ const activityFiguresQuery = (db: Db, organizationId: string | SQL, contactIds: 
 
 export type FigureRow = { contactId: string; count: number; conversations: number; lastActivityAt: string | null };
 
-/** The two reads a write of contacts starts from: the rows, and their activity figures. */
+/**
+ * The two reads a write of contacts starts from: the rows, and their activity figures. The organization's term is
+ * `+organization_id` so that SQLite looks the ids up by primary key: offered the organization's indexes, it walked
+ * every contact of the organization through one of them (10,000 contacts: a write's read took ~100 ms, not ~1).
+ */
 export const writeReads = (db: Db, organizationId: string | SQL, contactIds: string[]) =>
   [
     db
       .select()
       .from(contacts)
-      .where(and(eq(contacts.organizationId, organizationId), inJsonList(contacts.id, contactIds))),
+      .where(and(sql`+${contacts.organizationId} = ${organizationId}`, inJsonList(contacts.id, contactIds))),
     activityFiguresQuery(db, organizationId, contactIds),
   ] as const;
 

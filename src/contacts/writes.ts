@@ -259,12 +259,21 @@ export const CONTACTS: VersionedTable = {
   version: contacts.version,
 };
 
-/** The update of a contact read at `before.version` to `after` (every column but the keys; `after.version` is the next one). */
+/**
+ * The update of a contact read at `before.version` to `after` (`after.version` is the next one). Only the columns that
+ * differ from `before` are set: the row is `before` exactly (the update is conditional on its version), and SQLite
+ * rewrites the entries of every index on a column a SET names, changed or not (contacts carry 15 indexes).
+ */
 export function updateContactStatement(ctx: ServiceContext, before: ContactRecord, after: ContactRecord): Statement {
   const { id: _id, organizationId: _org, createdAt: _created, leadScoreRank: _rank, ...columns } = after;
+  const changed = Object.fromEntries(
+    Object.entries(columns).filter(
+      ([k, v]) => k === "version" || JSON.stringify(v) !== JSON.stringify((before as Record<string, unknown>)[k]),
+    ),
+  ) as Partial<typeof columns>;
   return ctx.db
     .update(contacts)
-    .set(columns)
+    .set(changed)
     .where(atVersion(CONTACTS, ctx.organizationId, before.id, before.version));
 }
 

@@ -74,31 +74,65 @@ export const WITHHELD_LINK = "[link withheld: set MAIL_LOG_KEY to keep links in 
 export function logMailer(env: Env, db: Db): Mailer {
   return {
     async send(message) {
-      const id = message.idempotencyKey ? await idOfKey(message.idempotencyKey) : newId();
-      const key = readConfig(env).MAIL_LOG_KEY;
-      const withhold = (text: string) => (key ? text : text.replace(/https?:\/\/\S+/g, WITHHELD_LINK));
-      const plain = message.attachments?.length
-        ? `${LOGGED_WITH_ATTACHMENTS}${JSON.stringify({
-            text: withhold(message.text),
-            attachments: message.attachments.map((a) => ({ ...a, content: withhold(a.content) })),
-          })}`
-        : withhold(message.text);
-      const body = key ? await encryptText(key, MAIL_LOG_PURPOSE, id, plain) : plain;
       await db
         .insert(mailOutbox)
-        .values({
-          id,
-          organizationId: message.organizationId ?? null,
-          to: message.to,
-          subject: message.subject,
-          body,
-          sealed: key !== undefined,
-          createdAt: nowIso(),
-        })
+        .values(await loggedRow(env, message))
         .onConflictDoNothing()
         .run();
     },
   };
+}
+
+/** The mail_outbox row the log provider keeps `message` in (one row per idempotency key). */
+async function loggedRow(env: Env, message: MailMessage) {
+  const id = message.idempotencyKey ? await idOfKey(message.idempotencyKey) : newId();
+  const key = readConfig(env).MAIL_LOG_KEY;
+  const withhold = (text: string) => (key ? text : text.replace(/https?:\/\/\S+/g, WITHHELD_LINK));
+  const plain = message.attachments?.length
+    ? `${LOGGED_WITH_ATTACHMENTS}${JSON.stringify({
+        text: withhold(message.text),
+        attachments: message.attachments.map((a) => ({ ...a, content: withhold(a.content) })),
+      })}`
+    : withhold(message.text);
+  const body = key ? await encryptText(key, MAIL_LOG_PURPOSE, id, plain) : plain;
+  return {
+    id,
+    organizationId: message.organizationId ?? null,
+    to: message.to,
+    subject: message.subject,
+    body,
+    sealed: key !== undefined,
+    createdAt: nowIso(),
+  };
+}
+
+/**
+ * Several messages at once (the action plans' e-mails of a cron round): answers, per message, null when it went or
+ * the error when it did not. The log provider files them in one D1 batch rather than a round trip each; a provider
+ * over HTTP sends them side by side, each on its own.
+ */
+export async function sendMails(env: Env, db: Db, messages: MailMessage[]): Promise<unknown[]> {
+  if (readConfig(env).EMAIL_PROVIDER === "resend") {
+    return Promise.all(
+      messages.map(async (message) => {
+        try {
+          await mailerFor(env, db).send(message);
+          return null;
+        } catch (err) {
+          return err;
+        }
+      }),
+    );
+  }
+  if (messages.length === 0) return [];
+  try {
+    const rows = await Promise.all(messages.map((message) => loggedRow(env, message)));
+    const [first, ...rest] = rows.map((row) => db.insert(mailOutbox).values(row).onConflictDoNothing());
+    await db.batch([first!, ...rest]);
+    return messages.map(() => null);
+  } catch (err) {
+    return messages.map(() => err);
+  }
 }
 
 /** Resend's API (POST /emails with a bearer key): the real provider, tested against a fake that speaks it. */

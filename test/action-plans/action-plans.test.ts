@@ -392,6 +392,105 @@ describe("the step pass", () => {
   });
 });
 
+/**
+ * A D1 binding whose first batch of more than `over` statements (a round's shared batch, not one enrollment's) finds
+ * `meanwhile` run just before it: a write that lands between the round's read and its commit.
+ */
+function racingFirstBatch(d1: D1Database, over: number, meanwhile: () => Promise<unknown>): D1Database {
+  let raced = false;
+  return new Proxy(d1, {
+    get(target, prop) {
+      if (prop === "batch")
+        return async (stmts: D1PreparedStatement[]) => {
+          if (!raced && stmts.length > over) {
+            raced = true;
+            await meanwhile();
+          }
+          return target.batch(stmts);
+        };
+      const v = Reflect.get(target, prop);
+      return typeof v === "function" ? v.bind(target) : v;
+    },
+  });
+}
+
+describe("a round's shared batches", () => {
+  it("a contact written between the round's read and its batch: every enrollment of the batch still runs, once", async () => {
+    const p = await createPrincipal();
+    const contacts = [await createContact(p.token), await createContact(p.token), await createContact(p.token)];
+    const plan = await createPlan(p, { name: "Tags", steps: [{ type: "add_tag", delay: "PT0S", tag: "warm" }] });
+    const enrolled = [];
+    for (const c of contacts) enrolled.push(await enroll(p, plan.id, c.id));
+    const d1 = await tenantDb(p.organizationId);
+    const raced = racingFirstBatch(d1, 15, () =>
+      call("PUT", `/v1/contacts/${contacts[1]!.id}`, { token: p.token, body: { notes: "Called meanwhile" } }),
+    );
+    const latest = enrolled
+      .map((e) => e.enrolledAt as string)
+      .sort()
+      .at(-1)!;
+    expect(await runDuePlanSteps(env as Env, createDb(raced), at(latest, MIN))).toBe(3);
+    await eventsSettled(await shardOf(p.organizationId), p.organizationId);
+    for (const c of contacts) {
+      const read = (await json(await call("GET", `/v1/contacts/${c.id}`, { token: p.token }))).data;
+      expect(read.tags).toEqual(["warm"]);
+    }
+    expect((await json(await call("GET", `/v1/contacts/${contacts[1]!.id}`, { token: p.token }))).data.notes).toBe("Called meanwhile");
+    const now = await enrollmentsOf(p, plan.id);
+    expect(now.map((e: any) => [e.status, e.history.map((h: any) => h.state)])).toEqual([
+      ["completed", ["done"]],
+      ["completed", ["done"]],
+      ["completed", ["done"]],
+    ]);
+    expect(await eventTypes(p, "contact.tagged")).toHaveLength(3);
+  });
+
+  it("an e-mail batch whose record fails a guard: each mail went once and is recorded on its own", async () => {
+    const p = await createPrincipal();
+    const contacts = [await createContact(p.token), await createContact(p.token), await createContact(p.token)];
+    const plan = await createPlan(p, { name: "Mails", steps: [EMAIL_STEP] });
+    const enrolled = [];
+    for (const c of contacts) enrolled.push(await enroll(p, plan.id, c.id));
+    const d1 = await tenantDb(p.organizationId);
+    const raced = racingFirstBatch(d1, 15, () =>
+      call("PUT", `/v1/contacts/${contacts[0]!.id}`, { token: p.token, body: { notes: "Changed while the mail was out" } }),
+    );
+    const latest = enrolled
+      .map((e) => e.enrolledAt as string)
+      .sort()
+      .at(-1)!;
+    expect(await runDuePlanSteps(env as Env, createDb(raced), at(latest, MIN))).toBe(3);
+    await eventsSettled(await shardOf(p.organizationId), p.organizationId);
+    for (const c of contacts) {
+      expect(await mailTo(c.email)).toHaveLength(1);
+      const comms = await json(await call("GET", `/v1/contacts/${c.id}/communications`, { token: p.token }));
+      expect(comms.data).toHaveLength(1);
+    }
+    const now = await enrollmentsOf(p, plan.id);
+    expect(now.map((e: any) => [e.status, e.history.map((h: any) => [h.state, h.attempts])])).toEqual([
+      ["completed", [["done", 1]]],
+      ["completed", [["done", 1]]],
+      ["completed", [["done", 1]]],
+    ]);
+    expect(await eventTypes(p, "communication.email_sent")).toHaveLength(3);
+  });
+
+  it("one contact in two plans due in the same round: both steps run in that pass", async () => {
+    const p = await createPrincipal();
+    const contact = await createContact(p.token);
+    const a = await createPlan(p, { name: "A", steps: [{ type: "add_tag", delay: "PT0S", tag: "a" }] });
+    const b = await createPlan(p, { name: "B", steps: [{ type: "add_tag", delay: "PT0S", tag: "b" }, EMAIL_STEP] });
+    const first = await enroll(p, a.id, contact.id);
+    await enroll(p, b.id, contact.id);
+    expect(await pass(p, at(first.enrolledAt, MIN))).toBe(3);
+    const read = (await json(await call("GET", `/v1/contacts/${contact.id}`, { token: p.token }))).data;
+    expect([...read.tags].sort()).toEqual(["a", "b"]);
+    expect(await mailTo(contact.email)).toHaveLength(1);
+    expect((await enrollmentsOf(p, a.id))[0].status).toBe("completed");
+    expect((await enrollmentsOf(p, b.id))[0].status).toBe("completed");
+  });
+});
+
 describe("pauses, resumes and triggers", () => {
   it("pauses when the contact's e-mail reply is logged, and resumes with the wait it had left", async () => {
     const p = await createPrincipal();
