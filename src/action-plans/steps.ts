@@ -9,7 +9,7 @@ import { Conflict, NotFound } from "../lib/errors";
 import { inJsonList } from "../lib/sql";
 import { loggableError } from "../lib/log";
 import { regionOf } from "../lib/phone";
-import { type MailMessage, mailerFor } from "../mail/mailer";
+import { type MailMessage, MailRateLimited, mailerFor } from "../mail/mailer";
 import type { ServiceContext } from "../service-context";
 import { communicationStatements } from "../communications/service";
 import {
@@ -162,10 +162,16 @@ export async function releaseOrFail(ctx: ServiceContext, row: EnrollmentRow, due
     error: loggableError(err),
   });
   const mine = and(runOf(row.id, row.nextStep), eq(planStepRuns.state, "running"), eq(planStepRuns.attempts, attempts));
-  if (attempts < MAX_SEND_ATTEMPTS) {
+  // A provider's "not now" (rate limited) sent nothing: released without spending one of the step's attempts.
+  const deferred = err instanceof MailRateLimited;
+  if (deferred || attempts < MAX_SEND_ATTEMPTS) {
     await ctx.db
       .update(planStepRuns)
-      .set({ startedAt: new Date(0).toISOString(), outcome: { error: String(err).slice(0, 200) } })
+      .set({
+        startedAt: new Date(0).toISOString(),
+        outcome: { error: String(err).slice(0, 200) },
+        ...(deferred ? { attempts: attempts - 1 } : {}),
+      })
       .where(mine);
     return;
   }

@@ -62,6 +62,12 @@ export interface Mailer {
 
 export class MailFailed extends Error {}
 
+/** The provider said "not now" (HTTP 429): nothing was sent, and a retry later is no sign the message is bad. */
+export class MailRateLimited extends MailFailed {}
+
+/** Messages sendMails has out at once with an HTTP provider (Resend's default limit is a few requests a second). */
+export const PROVIDER_SIDE_BY_SIDE = 4;
+
 /** The mail_outbox row a `log` message is kept in is encrypted with this purpose (lib/secret-box.ts). */
 export const MAIL_LOG_PURPOSE = "mail-log";
 /** What the log provider keeps of a link when it cannot encrypt the body: the capability stays out of the database. */
@@ -109,20 +115,34 @@ async function loggedRow(env: Env, message: MailMessage) {
 /**
  * Several messages at once (the action plans' e-mails of a cron round): answers, per message, null when it went or
  * the error when it did not. The log provider files them in one D1 batch rather than a round trip each; a provider
- * over HTTP sends them side by side, each on its own.
+ * over HTTP sends them a few side by side, each on its own.
  */
 export async function sendMails(env: Env, db: Db, messages: MailMessage[]): Promise<unknown[]> {
   if (readConfig(env).EMAIL_PROVIDER === "resend") {
-    return Promise.all(
-      messages.map(async (message) => {
-        try {
-          await mailerFor(env, db).send(message);
-          return null;
-        } catch (err) {
-          return err;
-        }
-      }),
-    );
+    // PROVIDER_SIDE_BY_SIDE at a time; once the provider refuses for its rate, the rest are not tried: each answers
+    // that refusal, so its sender retries it later without counting it as a failed send.
+    const answers: unknown[] = [];
+    let limited: MailRateLimited | null = null;
+    for (let i = 0; i < messages.length; i += PROVIDER_SIDE_BY_SIDE) {
+      const slice = messages.slice(i, i + PROVIDER_SIDE_BY_SIDE);
+      if (limited) {
+        answers.push(...slice.map(() => limited));
+        continue;
+      }
+      const sent = await Promise.all(
+        slice.map(async (message) => {
+          try {
+            await mailerFor(env, db).send(message);
+            return null;
+          } catch (err) {
+            return err;
+          }
+        }),
+      );
+      limited = (sent.find((err) => err instanceof MailRateLimited) as MailRateLimited | undefined) ?? null;
+      answers.push(...sent);
+    }
+    return answers;
   }
   if (messages.length === 0) return [];
   try {
@@ -158,6 +178,7 @@ export function resendMailer(
         body: JSON.stringify({ from: config.from, to: [message.to], subject: message.subject, text: message.text, attachments }),
       };
       await fetchWithDeadline(fetchFn, `${config.apiUrl.replace(/\/$/, "")}/emails`, init, timeoutMs, async (res) => {
+        if (res.status === 429) throw new MailRateLimited("mail provider answered 429 (rate limited)");
         if (!res.ok) throw new MailFailed(`mail provider answered ${res.status}`);
         await res.body?.cancel();
       });

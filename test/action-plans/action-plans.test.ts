@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { openMailbox } from "../helpers/receiver";
 import { runDuePlanSteps } from "../../src/action-plans/runner";
+import { MAX_SEND_ATTEMPTS } from "../../src/action-plans/steps";
 import { createDb } from "../../src/db/client";
 import type { Env } from "../../src/env";
 import { call, json } from "../helpers/client";
@@ -353,6 +354,22 @@ describe("the step pass", () => {
     expect(await mailTo(contact.email)).toHaveLength(1);
     const comms = await json(await call("GET", `/v1/contacts/${contact.id}/communications`, { token: p.token }));
     expect(comms.data).toHaveLength(1);
+  });
+
+  it("a provider's 429 spends none of the step's attempts: past MAX_SEND_ATTEMPTS refusals it is still mailed once the provider takes it", async () => {
+    const p = await createPrincipal();
+    const contact = await createContact(p.token);
+    const plan = await createPlan(p, { name: "Busy provider", steps: [EMAIL_STEP] });
+    const e = await enroll(p, plan.id, contact.id);
+    const busy = await openMailbox({ script: Array(MAX_SEND_ATTEMPTS + 2).fill(429), fallback: 200 });
+    const limited = { ...env, EMAIL_PROVIDER: "resend", EMAIL_API_KEY: "k", EMAIL_API_URL: busy.url } as Env;
+    for (let i = 1; i <= MAX_SEND_ATTEMPTS + 2; i++) await pass(p, at(e.enrolledAt, i * MIN), limited);
+    let [now] = await enrollmentsOf(p, plan.id);
+    expect(now).toMatchObject({ status: "active", history: [expect.objectContaining({ state: "running", attempts: 0 })] });
+    await pass(p, at(e.enrolledAt, (MAX_SEND_ATTEMPTS + 3) * MIN), limited);
+    [now] = await enrollmentsOf(p, plan.id);
+    expect(now).toMatchObject({ status: "completed", history: [expect.objectContaining({ state: "done", attempts: 1 })] });
+    expect(await busy.count()).toBe(MAX_SEND_ATTEMPTS + 3);
   });
 
   it("stops the enrollment of a contact that was deleted", async () => {

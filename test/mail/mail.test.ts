@@ -2,7 +2,17 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createDb } from "../../src/db/client";
 import { decryptText } from "../../src/lib/secret-box";
-import { logMailer, MAIL_LOG_PURPOSE, MailFailed, resendMailer, WITHHELD_LINK } from "../../src/mail/mailer";
+import {
+  logMailer,
+  MAIL_LOG_PURPOSE,
+  MailFailed,
+  MailRateLimited,
+  PROVIDER_SIDE_BY_SIDE,
+  resendMailer,
+  sendMails,
+  WITHHELD_LINK,
+} from "../../src/mail/mailer";
+import type { Env } from "../../src/env";
 import { createPrincipal, tenantDb } from "../helpers/factories";
 import { openMailbox } from "../helpers/receiver";
 
@@ -71,5 +81,20 @@ describe("mail", () => {
     await expect(resendMailer({ apiUrl: failing.url, apiKey: "k", from: "f@x.test" }).send(message("c@mail.test"))).rejects.toBeInstanceOf(
       MailFailed,
     );
+  });
+
+  it("several messages go to Resend a few at a time; once it answers 429 the rest are not tried, each answered rate-limited", async () => {
+    const ok = Array(PROVIDER_SIDE_BY_SIDE).fill(200);
+    const box = await openMailbox({ script: [...ok, 200, 429], fallback: 200 });
+    const resend = { ...env, EMAIL_PROVIDER: "resend", EMAIL_API_URL: box.url, EMAIL_API_KEY: "re_test_key" } as Env;
+    const messages = Array.from({ length: PROVIDER_SIDE_BY_SIDE * 3 }, (_, i) => message(`c${i}@mail.test`));
+    const answers = await sendMails(resend, createDb(env.DB_SHARD_0), messages);
+    // The first slice all went; the second met the 429 (what went in it went); the third was not tried.
+    expect(answers.slice(0, PROVIDER_SIDE_BY_SIDE)).toEqual(ok.map(() => null));
+    const second = answers.slice(PROVIDER_SIDE_BY_SIDE, 2 * PROVIDER_SIDE_BY_SIDE);
+    expect(second.filter((a) => a === null)).toHaveLength(PROVIDER_SIDE_BY_SIDE - 1);
+    expect(second.filter((a) => a instanceof MailRateLimited)).toHaveLength(1);
+    expect(answers.slice(2 * PROVIDER_SIDE_BY_SIDE).every((a) => a instanceof MailRateLimited)).toBe(true);
+    expect(await box.count()).toBe(2 * PROVIDER_SIDE_BY_SIDE);
   });
 });
