@@ -6,7 +6,7 @@ import { commit } from "../events/commit";
 import { newEvent } from "../events/outbox";
 import type { DomainEvent } from "../events/event";
 import { Conflict, NotFound } from "../lib/errors";
-import { inJsonList } from "../lib/sql";
+import { idsOf } from "../lib/sql";
 import { loggableError } from "../lib/log";
 import { regionOf } from "../lib/phone";
 import { type MailMessage, MailRateLimited, mailerFor } from "../mail/mailer";
@@ -185,7 +185,7 @@ export async function readAgents(ctx: ServiceContext, ids: (string | null)[]): P
   const rows = await ctx.db
     .select({ id: users.id, name: users.name, email: users.email })
     .from(users)
-    .where(and(eq(users.organizationId, ctx.organizationId), inJsonList(users.id, wanted)));
+    .where(and(idsOf(users, ctx.organizationId, wanted)));
   return new Map(rows.map(({ id, ...agent }) => [id, agent]));
 }
 

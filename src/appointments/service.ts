@@ -7,7 +7,7 @@ import { newEvent } from "../events/outbox";
 import { type FieldIssue, InvalidState, NotFound, Validation } from "../lib/errors";
 import { newId } from "../lib/ids";
 import { getProperty } from "../properties/service";
-import { inJsonList } from "../lib/sql";
+import { idsOf } from "../lib/sql";
 import { wallClock } from "../lib/time-zones";
 import type { ServiceContext } from "../service-context";
 import { type AppointmentRecord, type AttendeeRecord, addressLine, toAppointment } from "./mapping";
@@ -76,11 +76,11 @@ async function resolveReferences(
     ctx.db
       .select({ id: users.id, name: users.name, email: users.email })
       .from(users)
-      .where(and(eq(users.organizationId, org), inJsonList(users.id, userIds))),
+      .where(and(idsOf(users, org, userIds))),
     ctx.db
       .select({ id: contacts.id, firstName: contacts.firstName, lastName: contacts.lastName, email: contacts.email })
       .from(contacts)
-      .where(and(eq(contacts.organizationId, org), inJsonList(contacts.id, contactIds))),
+      .where(and(idsOf(contacts, org, contactIds))),
     ctx.db
       .select({ id: properties.id, address: properties.address })
       .from(properties)

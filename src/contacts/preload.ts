@@ -2,7 +2,7 @@ import { and, eq, type SQL, sql } from "drizzle-orm";
 import { readsForWrite } from "../crm/write-reads";
 import type { Db } from "../db/client";
 import { contactActivities, contacts } from "../db/schema";
-import { inJsonList } from "../lib/sql";
+import { idsOf, inJsonList } from "../lib/sql";
 import { CONVERSATION_TYPES } from "./lead-score";
 import type { ContactRecord } from "./mapping";
 
@@ -36,7 +36,7 @@ export const writeReads = (db: Db, organizationId: string | SQL, contactIds: str
     db
       .select()
       .from(contacts)
-      .where(and(sql`+${contacts.organizationId} = ${organizationId}`, inJsonList(contacts.id, contactIds))),
+      .where(idsOf(contacts, organizationId, contactIds)),
     activityFiguresQuery(db, organizationId, contactIds),
   ] as const;
 

@@ -2,7 +2,7 @@ import { and, asc, desc, eq } from "drizzle-orm";
 import { contacts, dealActivities, dealDocuments, tasks, properties } from "../db/schema";
 import { versioned } from "../db/write";
 import { requestFileSigner } from "../files/signed-url";
-import { inJsonList } from "../lib/sql";
+import { idsOf, inJsonList } from "../lib/sql";
 import type { ServiceContext } from "../service-context";
 import { deletedTargets } from "../db/references";
 import { type DealRecord, toActivity, toDeal, toDocument, toTask } from "./mapping";
@@ -19,7 +19,7 @@ export async function present(ctx: ServiceContext, records: DealRecord[], includ
     const rows = await ctx.db
       .select({ id: contacts.id, firstName: contacts.firstName, lastName: contacts.lastName, email: contacts.email })
       .from(contacts)
-      .where(and(eq(contacts.organizationId, org), inJsonList(contacts.id, wanted)))
+      .where(and(idsOf(contacts, org, wanted)))
       .all();
     const found = new Map(rows.map((c) => [c.id, c]));
     const gone = await deletedTargets(
@@ -41,7 +41,7 @@ export async function present(ctx: ServiceContext, records: DealRecord[], includ
             squareFootage: properties.squareFootage,
           })
           .from(properties)
-          .where(and(eq(properties.organizationId, org), inJsonList(properties.id, wanted)))
+          .where(and(idsOf(properties, org, wanted)))
           .all()
       : [];
     const found = new Map(rows.map((p) => [p.id, p]));

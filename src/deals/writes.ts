@@ -6,7 +6,7 @@ import type { DomainEvent } from "../events/event";
 import { newEvent } from "../events/outbox";
 import { type FieldIssue, Validation } from "../lib/errors";
 import { newId, newRecordId } from "../lib/ids";
-import { inJsonList } from "../lib/sql";
+import { idsOf } from "../lib/sql";
 import { type Reference, referenceIssuesOf, references, referencesRead } from "../db/references";
 import type { ServiceContext } from "../service-context";
 import { type DealRecord, toDeal } from "./mapping";
@@ -68,7 +68,7 @@ export async function checkReferences(ctx: ServiceContext, input: DealUpdate, be
           ctx.db
             .select({ id: users.id })
             .from(users)
-            .where(and(eq(users.organizationId, org), inJsonList(users.id, userIds.length ? userIds : [""]))),
+            .where(and(idsOf(users, org, userIds.length ? userIds : [""]))),
         ])
       : [undefined, [] as { id: string }[]];
   const refIssues = referenceIssuesOf(refs, refRow);

@@ -3,7 +3,7 @@ import { documentObligations, documents, envelopes } from "../db/schema";
 import type { Statement } from "../db/write";
 import type { Erasable } from "../crm/erasure";
 import type { Recognizer } from "../lib/mentions";
-import { inJsonList, mentionsAny } from "../lib/sql";
+import { idsOf, inJsonList, mentionsAny } from "../lib/sql";
 import type { ServiceContext } from "../service-context";
 import { documentVectorIndex } from "./vector-index";
 
@@ -63,9 +63,7 @@ export async function eraseDocumentsNaming(ctx: ServiceContext, who: Recognizer,
               withoutEnvelope(documentObligations.documentId),
             ),
           ),
-        ctx.db
-          .delete(documents)
-          .where(and(eq(documents.organizationId, org), inJsonList(documents.id, drafts), withoutEnvelope(documents.id))),
+        ctx.db.delete(documents).where(and(idsOf(documents, org, drafts), withoutEnvelope(documents.id))),
         counted(),
       ]);
     }

@@ -4,7 +4,7 @@ import { organizationExports } from "../db/schema";
 import type { Env } from "../env";
 import { exportArchiveKey } from "../files/export-archives";
 import { createLogger, loggableError } from "../lib/log";
-import { inJsonList } from "../lib/sql";
+import { idsOf } from "../lib/sql";
 import { LIVE } from "./service";
 
 /** Jobs a pass ends at most, per kind: one bulk R2 delete and one update per organization, beside every other cron task. */
@@ -80,7 +80,7 @@ async function update(
     const rows = await db
       .update(organizationExports)
       .set(set)
-      .where(and(eq(organizationExports.organizationId, organizationId), inJsonList(organizationExports.id, ids), still))
+      .where(and(idsOf(organizationExports, organizationId, ids), still))
       .returning({ id: organizationExports.id });
     return rows.length;
   } catch (err) {

@@ -6,7 +6,7 @@ import { leadReviews } from "../db/schema";
 import { expectRow, withRetries } from "../db/write";
 import { NotFound } from "../lib/errors";
 import { createLogger, loggableError } from "../lib/log";
-import { inJsonList } from "../lib/sql";
+import { idsOf } from "../lib/sql";
 import { findProperty } from "../properties/service";
 import type { ServiceContext } from "../service-context";
 import type { LeadReview, LeadReviewListQuery } from "./schemas";
@@ -131,7 +131,7 @@ export async function pruneLeadReviews(db: Db, now = new Date()): Promise<number
         return (
           await db
             .delete(t)
-            .where(and(eq(t.organizationId, organizationId), inJsonList(t.id, ids), lt(t.createdAt, before)))
+            .where(and(idsOf(t, organizationId, ids), lt(t.createdAt, before)))
             .returning({ id: t.id })
         ).length;
       } catch (err) {

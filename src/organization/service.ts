@@ -1,6 +1,6 @@
 import { and, eq } from "drizzle-orm";
 import { organizations, ponds } from "../db/schema";
-import { inJsonList } from "../lib/sql";
+import { idsOf } from "../lib/sql";
 import { expectVersion, expectVersionMatch, versioned, type VersionedTable, withRetries } from "../db/write";
 import { commit } from "../events/commit";
 import { newEvent } from "../events/outbox";
@@ -120,7 +120,7 @@ export async function routingIssues(ctx: Pick<ServiceContext, "db" | "organizati
       ? ctx.db
           .select({ id: ponds.id })
           .from(ponds)
-          .where(and(eq(ponds.organizationId, ctx.organizationId), inJsonList(ponds.id, pondIds)))
+          .where(and(idsOf(ponds, ctx.organizationId, pondIds)))
           .then((rows) => new Set(rows.map((r) => r.id)))
       : new Set<string>(),
   ]);

@@ -1,7 +1,7 @@
 import { and, eq, sql } from "drizzle-orm";
 import { contactRouting, leadRoutingCursors, ponds, type RoutingStep, type StoredRouteTarget } from "../db/schema";
 import { guard, type Statement } from "../db/write";
-import { inJsonList } from "../lib/sql";
+import { idsOf } from "../lib/sql";
 import type { LeadRouting, RouteTarget } from "../organization/schemas";
 import type { ServiceContext } from "../service-context";
 import { existingUserIds } from "../users/service";
@@ -70,7 +70,7 @@ export async function readKnown(ctx: Pick<ServiceContext, "db" | "organizationId
       ? ctx.db
           .select({ id: ponds.id })
           .from(ponds)
-          .where(and(eq(ponds.organizationId, ctx.organizationId), inJsonList(ponds.id, pondIds)))
+          .where(and(idsOf(ponds, ctx.organizationId, pondIds)))
       : [],
   ]);
   return { users, ponds: new Set(found.map((p) => p.id)) };

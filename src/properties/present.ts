@@ -2,7 +2,7 @@ import { and, desc, eq } from "drizzle-orm";
 import { agentProfiles, propertyStats, propertyValuations, reputationAggregates, users } from "../db/schema";
 import { versioned } from "../db/write";
 import { requestFileSigner } from "../files/signed-url";
-import { inJsonList } from "../lib/sql";
+import { idsOf, inJsonList } from "../lib/sql";
 import type { ServiceContext } from "../service-context";
 import { listingOf, type PropertyRecord, toProperty } from "./mapping";
 import type { Include, Property } from "./schemas";
@@ -87,7 +87,7 @@ export async function attachAgents(ctx: ServiceContext, records: PropertyRecord[
           reputationAggregates,
           and(eq(reputationAggregates.organizationId, users.organizationId), eq(reputationAggregates.agentUserId, users.id)),
         )
-        .where(and(eq(users.organizationId, ctx.organizationId), inJsonList(users.id, agentIds)))
+        .where(and(idsOf(users, ctx.organizationId, agentIds)))
         .all()
     : [];
   const byId = new Map(rows.map((r) => [r.id, r]));

@@ -1,4 +1,4 @@
-import { and, eq } from "drizzle-orm";
+import { and } from "drizzle-orm";
 import { recordWrites } from "../crm/record-writes";
 import { properties, type StoredPhoto, users } from "../db/schema";
 import { atVersion, expectVersion, type Statement, type VersionedTable } from "../db/write";
@@ -6,7 +6,7 @@ import type { DomainEvent } from "../events/event";
 import { newEvent } from "../events/outbox";
 import { type FieldIssue, Validation } from "../lib/errors";
 import { newId, newRecordId } from "../lib/ids";
-import { inJsonList } from "../lib/sql";
+import { idsOf } from "../lib/sql";
 import type { ServiceContext } from "../service-context";
 import { daysOnMarket, indexedColumns, listingOf, type PropertyRecord, type StoredListing, today, toProperty } from "./mapping";
 import {
@@ -74,7 +74,7 @@ export async function resolveAgents(ctx: ServiceContext, listing: Group | undefi
     ? await ctx.db
         .select({ id: users.id, name: users.name, email: users.email })
         .from(users)
-        .where(and(eq(users.organizationId, ctx.organizationId), inJsonList(users.id, ids)))
+        .where(and(idsOf(users, ctx.organizationId, ids)))
         .all()
     : [];
   const issues: FieldIssue[] = [];

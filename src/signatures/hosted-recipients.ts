@@ -1,7 +1,7 @@
-import { and, eq } from "drizzle-orm";
+import { and } from "drizzle-orm";
 import { users } from "../db/schema";
 import { type FieldIssue, Unprocessable } from "../lib/errors";
-import { inJsonList } from "../lib/sql";
+import { idsOf } from "../lib/sql";
 import type { ServiceContext } from "../service-context";
 import { type Recipient, uploadRecipients } from "./recipients";
 import type { SignatureRequest } from "./schemas";
@@ -23,7 +23,7 @@ export async function hostedRecipientIssues(ctx: ServiceContext, recipients: Sig
           await ctx.db
             .select({ id: users.id })
             .from(users)
-            .where(and(eq(users.organizationId, ctx.organizationId), inJsonList(users.id, hosts)))
+            .where(and(idsOf(users, ctx.organizationId, hosts)))
         ).map((u) => u.id),
       )
     : new Set<string>();

@@ -2,7 +2,7 @@ import { and, eq, sql } from "drizzle-orm";
 import { type Copy, rewriteCopies } from "../crm/copies";
 import type { Erasable } from "../crm/erasure";
 import { testimonials } from "../db/schema";
-import { inJsonList } from "../lib/sql";
+import { idsOf } from "../lib/sql";
 import { purgeFeed } from "../reputation/feed-cache";
 import type { ServiceContext } from "../service-context";
 
@@ -13,7 +13,7 @@ const purgeTestimonialFeeds = async (ctx: ServiceContext, ids: string[]) => {
   const agents = await ctx.db
     .selectDistinct({ agentUserId: testimonials.agentUserId })
     .from(testimonials)
-    .where(and(eq(testimonials.organizationId, ctx.organizationId), inJsonList(testimonials.id, ids)));
+    .where(and(idsOf(testimonials, ctx.organizationId, ids)));
   for (const { agentUserId } of agents) purgeFeed(ctx, agentUserId);
 };
 

@@ -16,7 +16,7 @@ import { newEvent } from "../events/outbox";
 import { diffAttributes } from "../lib/changes";
 import { Conflict, InsufficientRole, NotFound } from "../lib/errors";
 import { newId } from "../lib/ids";
-import { inJsonList } from "../lib/sql";
+import { idsOf } from "../lib/sql";
 import { nowIso } from "../lib/time";
 import { mailerFor } from "../mail/mailer";
 import type { ServiceContext } from "../service-context";
@@ -58,7 +58,7 @@ export async function existingUserIds(ctx: Pick<ServiceContext, "db" | "organiza
   const rows = await ctx.db
     .select({ id: users.id })
     .from(users)
-    .where(and(eq(users.organizationId, ctx.organizationId), inJsonList(users.id, ids)));
+    .where(and(idsOf(users, ctx.organizationId, ids)));
   return new Set(rows.map((r) => r.id));
 }
 
