@@ -6,9 +6,9 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { mintToken } from "./helpers/dev-server";
+import { npmRunMail as readMail } from "./helpers/dev-server";
+import { mintToken } from "./helpers/local-state";
 import { dev } from "./helpers/served";
-import { readMail } from "./helpers/signing";
 
 const run = promisify(execFile);
 const MIN = 60_000;

@@ -6,7 +6,7 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiClient } from "../../src/client";
 import { sharedChromium } from "./helpers/chromium";
-import { mintToken } from "./helpers/dev-server";
+import { mintToken } from "./helpers/local-state";
 import { dev } from "./helpers/served";
 import {
   clientAddress,
@@ -27,7 +27,7 @@ beforeAll(async () => {
 async function envelopeFor(org: string, request: { signerVerification?: "code" | "attested" } = {}) {
   const { token } = await mintToken(org, "agent@browser.test");
   const api = createApiClient(dev.base, token);
-  // Addresses of their own per envelope: `npm run mail -- --last 1` then reads this signer's code and nobody else's.
+  // Addresses of their own per envelope: the newest mail to one is then this signer's code and nobody else's.
   const stamp = `${Date.now()}.${Math.random().toString(36).slice(2, 8)}`;
   const tenant = { name: "Tess Browser", email: `tess.${stamp}@browser.test` };
   const landlord = { name: "Lars Browser", email: `lars.${stamp}@browser.test` };

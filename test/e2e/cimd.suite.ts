@@ -6,9 +6,9 @@
 import { createHash, randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mintToken } from "./helpers/dev-server";
+import { mintToken, readMail } from "./helpers/local-state";
 import { dev } from "./helpers/served";
-import { clientAddress, readMail } from "./helpers/signing";
+import { clientAddress } from "./helpers/signing";
 
 const CALLBACK = "http://127.0.0.1:49555/callback";
 let server: Server;
@@ -87,7 +87,7 @@ class FormClient {
   }
 }
 
-/** The code of the newest sign-in mail to `email`, read with `npm run mail` as a developer would. */
+/** The code of the newest sign-in mail to `email`, read from the mail log as `npm run mail` reads it. */
 async function signInCode(email: string): Promise<string> {
   for (let i = 0; i < 60; i++) {
     const [newest] = await readMail(email, 1);

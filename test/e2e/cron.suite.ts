@@ -7,7 +7,7 @@ import { createServer } from "node:net";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { createApiClient } from "../../src/client";
-import { mintToken } from "./helpers/dev-server";
+import { mintToken } from "./helpers/local-state";
 import { dev } from "./helpers/served";
 
 const run = promisify(execFile);

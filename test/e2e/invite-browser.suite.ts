@@ -5,9 +5,8 @@ import type { Browser } from "playwright-core";
 import { beforeAll, describe, expect, it } from "vitest";
 import { createApiClient } from "../../src/client";
 import { sharedChromium } from "./helpers/chromium";
-import { mintToken } from "./helpers/dev-server";
+import { mintToken, readMail } from "./helpers/local-state";
 import { dev } from "./helpers/served";
-import { readMail } from "./helpers/signing";
 
 let browser: Browser;
 
@@ -16,9 +15,10 @@ beforeAll(async () => {
   browser = await sharedChromium();
 });
 
-/** The newest mail to `to` whose subject starts with `subject`, read back with `npm run mail` as a developer would. */
+/** The newest mail to `to` whose subject starts with `subject`, read back from the mail log as `npm run mail` reads it. */
 async function newestMail(to: string, subject: string): Promise<string> {
-  for (let i = 0; i < 60; i++) {
+  // 30 s: the mail leaves after the answer (waitUntil), on a server sharing both cores with the rest of the suite.
+  for (let i = 0; i < 120; i++) {
     const [mail] = await readMail(to, 1);
     if (mail?.subject.startsWith(subject)) return mail.text;
     await new Promise((r) => setTimeout(r, 250));

@@ -15,7 +15,7 @@ import {
   UnauthorizedError,
 } from "@modelcontextprotocol/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mintToken } from "./helpers/dev-server";
+import { mintToken } from "./helpers/local-state";
 import { dev } from "./helpers/served";
 
 const run = promisify(execFile);

@@ -1,17 +1,14 @@
 // The OAuth authorization pages in headless Chromium against `npm run dev` (issue 14): a user signs in with the code
 // mailed to them, approves on the consent page, and the browser lands on the client's loopback redirect URI with a
 // code, which the client exchanges for an access token that works on /v1.
-import { execFile } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:http";
-import { promisify } from "node:util";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sharedChromium } from "./helpers/chromium";
-import { mintToken } from "./helpers/dev-server";
+import { mintToken, readMail } from "./helpers/local-state";
 import { dev } from "./helpers/served";
 
-const run = promisify(execFile);
 let browser: Browser;
 let client: Server;
 let redirectUri = "";
@@ -37,12 +34,12 @@ afterAll(async () => {
 
 const b64url = (bytes: Buffer) => bytes.toString("base64url");
 
-/** The sign-in code of the newest mail to `email`, read back with `npm run mail` as a developer would. */
+/** The sign-in code of the newest mail to `email`, read back from the mail log as `npm run mail` reads it. */
 async function mailedCode(email: string): Promise<string> {
-  for (let i = 0; i < 40; i++) {
-    const { stdout } = await run("npm", ["run", "--silent", "mail", "--", "--to", email, "--last", "1"]);
-    const line = stdout.trim().split("\n")[0];
-    if (line) return (JSON.parse(line) as { text: string }).text.match(/\b(\d{6})\b/)![1]!;
+  // 30 s: the mail leaves after the answer (waitUntil), on a server sharing both cores with the rest of the suite.
+  for (let i = 0; i < 120; i++) {
+    const [mail] = await readMail(email, 1);
+    if (mail) return mail.text.match(/\b(\d{6})\b/)![1]!;
     await new Promise((r) => setTimeout(r, 250));
   }
   throw new Error(`no sign-in code was mailed to ${email}`);

@@ -1,12 +1,12 @@
 // The sealed PDF of a completed envelope (issue 20), checked with tools from outside: an envelope is signed over HTTP
-// against `npm run dev` (codes read back with `npm run mail`), its sealed PDF downloaded and handed to Debian's pdfsig
+// against `npm run dev` (codes read back from its mail log), its sealed PDF downloaded and handed to Debian's pdfsig
 // and pdftotext and to POST /api/public/verify; then one byte inside the signed range is changed and both must notice.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiClient } from "../../src/client";
-import { mintToken } from "./helpers/dev-server";
+import { mintToken } from "./helpers/local-state";
 import { dev } from "./helpers/served";
 import { clientAddress, downloadSealedDocument, poppler, signOverHttp, verifyPdf, waitForSealedDocument } from "./helpers/signing";
 

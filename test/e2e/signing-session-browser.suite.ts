@@ -7,7 +7,7 @@ import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiClient } from "../../src/client";
 import { phoneTab, sharedChromium } from "./helpers/chromium";
-import { mintToken } from "./helpers/dev-server";
+import { mintToken } from "./helpers/local-state";
 import { dev } from "./helpers/served";
 import { clientAddress, mailedSigningCode } from "./helpers/signing";
 

@@ -4,9 +4,9 @@ import type { Browser } from "playwright-core";
 import { beforeAll, describe, expect, it } from "vitest";
 import { createApiClient } from "../../src/client";
 import { phoneTab, sharedChromium } from "./helpers/chromium";
-import { mintToken } from "./helpers/dev-server";
+import { mintToken, readMail } from "./helpers/local-state";
 import { dev } from "./helpers/served";
-import { clientAddress, readMail } from "./helpers/signing";
+import { clientAddress } from "./helpers/signing";
 
 const PHONE_WIDTH = 390;
 let browser: Browser;

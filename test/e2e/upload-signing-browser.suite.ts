@@ -11,7 +11,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { createApiClient } from "../../src/client";
 import { type PercentBox, placeBox } from "../../src/files/pdf-geometry";
 import { phoneTab, sharedChromium } from "./helpers/chromium";
-import { mintToken } from "./helpers/dev-server";
+import { mintToken } from "./helpers/local-state";
 import { dev } from "./helpers/served";
 import { clientAddress, downloadSealedDocument, mailedSigningCode, poppler, waitForSealedDocument } from "./helpers/signing";
 

@@ -57,6 +57,7 @@ export function faultLane(lane: number, lanes: number): void {
       [
         "",
         "Faults survived (test/helpers/fault-table.ts): every step of every operation, failed in each mode, then recovered",
+        "(crash (as refused): nothing ran after the failed step, so the crash run was the refused run)",
         ...table(outcomes, ["operation", "step", "what", "mode", "result"]),
         "",
         ...table(summary, ["operation", "steps", "faults", "survived", "seconds"]),
@@ -72,7 +73,7 @@ export function faultLane(lane: number, lanes: number): void {
     row: FaultRow,
     index: number | null,
     mode: FaultMode,
-  ): Promise<{ steps: Step[]; error: string | null; hit: boolean }> {
+  ): Promise<{ steps: Step[]; error: string | null; hit: boolean; callsAfterHit: number }> {
     const plan = new FaultPlan();
     if (index !== null) plan.arm(index, mode);
     const f = faultEnv(plan);
@@ -83,15 +84,16 @@ export function faultLane(lane: number, lanes: number): void {
       // A fault may fail the operation in any way; what counts is what holds afterwards.
     }
     const steps = [...plan.steps];
+    const { callsAfterHit } = plan;
     // The fault is over: what runs now (a reader, the recovery) has working bindings, as another isolate would.
     plan.disarm();
     try {
       await row.during?.(f, s);
       await row.recover(f, s);
       await row.check(f, s);
-      return { steps, error: null, hit: plan.hit };
+      return { steps, error: null, hit: plan.hit, callsAfterHit };
     } catch (err) {
-      return { steps, error: short(err), hit: plan.hit };
+      return { steps, error: short(err), hit: plan.hit, callsAfterHit };
     }
   }
 
@@ -104,19 +106,27 @@ export function faultLane(lane: number, lanes: number): void {
         const picked = clean.steps.map((step, index) => ({ step, index })).filter(({ step }) => row.steps?.pick(step, clean.steps) ?? true);
         expect(picked.length, "steps to fail").toBeGreaterThan(0);
         const runs = picked.flatMap(({ step, index }, n) => (row.modes ?? FAULT_MODES).map((mode) => ({ step, index, n, mode })));
+        // A crash differs from a refusal only in the calls after the failed step (they fail too, until the recovery).
+        // When the refused run made none before its recovery, the crash run is the same run: its result is the
+        // refused run's, not run again (a third of the runs of such a step).
+        const refusedAlone = new Map<number, string>();
         const results: Outcome[] = [];
         for (let i = 0; i < runs.length; i += row.concurrency ?? 1) {
           const chunk = runs.slice(i, i + (row.concurrency ?? 1));
           results.push(
             ...(await Promise.all(
               chunk.map(async ({ step, index, n, mode }) => {
+                const outcome = { operation: row.operation, step: `${n + 1}/${picked.length}`, what: `${step.binding} ${step.what}` };
+                const asRefused = mode === "crash" ? refusedAlone.get(index) : undefined;
+                if (asRefused !== undefined) return { ...outcome, mode: "crash (as refused)", result: asRefused };
                 const run = await runOnce(row, index, mode);
                 const taken = run.steps[index];
                 const drifted = !run.hit || taken?.binding !== step.binding || taken?.what !== step.what;
                 const result = drifted
                   ? `step not reached as recorded (${taken ? `${taken.binding} ${taken.what}` : "none"})`
                   : (run.error ?? "survived");
-                return { operation: row.operation, step: `${n + 1}/${picked.length}`, what: `${step.binding} ${step.what}`, mode, result };
+                if (mode === "refused" && !drifted && run.callsAfterHit === 0) refusedAlone.set(index, result);
+                return { ...outcome, mode, result };
               }),
             )),
           );

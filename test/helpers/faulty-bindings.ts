@@ -44,6 +44,8 @@ export class FaultPlan {
   private crashed = false;
   /** Whether the armed step was reached (a step the run never took is a broken table row, not a survived fault). */
   hit = false;
+  /** Calls (reads and steps) made after the armed step, until the disarm. */
+  callsAfterHit = 0;
 
   arm(index: number, mode: FaultMode): void {
     this.armed = { index, mode };
@@ -57,11 +59,17 @@ export class FaultPlan {
 
   /** A call that changes nothing: fails only while crashed. */
   read<T>(binding: string, run: () => Promise<T>): Promise<T> {
+    this.noteCall();
     if (this.crashed) return Promise.reject(new InjectedFault({ kind: "d1", binding, what: "read after the crash" }, "crash"));
     return run();
   }
 
+  private noteCall(): void {
+    if (this.hit && this.armed) this.callsAfterHit++;
+  }
+
   async step<T>(step: Step, run: () => Promise<T>): Promise<T> {
+    this.noteCall();
     if (this.crashed) throw new InjectedFault(step, "crash");
     const index = this.steps.length;
     this.steps.push(step);

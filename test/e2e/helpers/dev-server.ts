@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll } from "vitest";
+import type { LocalMail } from "../../../scripts/local-mail.mjs";
 
 const run = promisify(execFile);
 
@@ -79,4 +80,13 @@ export async function mintToken(org: string, email: string) {
   const lines = stdout.trim().split("\n");
   if (lines.length !== 1) throw new Error(`npm run token printed ${lines.length} lines`);
   return JSON.parse(lines[0]!) as { token: string; userId: string; organizationId: string };
+}
+
+/** `npm run --silent mail -- --to <to> --last <last>` (DESIGN.md contract 8): the messages it prints, newest first. */
+export async function npmRunMail(to: string, last = 1): Promise<LocalMail[]> {
+  const { stdout } = await run("npm", ["run", "--silent", "mail", "--", "--to", to, "--last", String(last)], { cwd: process.cwd() });
+  return stdout
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as LocalMail);
 }

@@ -1,41 +1,26 @@
 // A signer's side of an envelope against `npm run dev`, as the e2e tests run it: the code mailed by send_code read back
-// with `npm run --silent mail` (DESIGN.md contract 8), the public signing API driven over HTTP, the sealed PDF fetched
+// from the development mail log as `npm run --silent mail` reads it (DESIGN.md contract 8; helpers/local-state.ts), the public signing API driven over HTTP, the sealed PDF fetched
 // through its signed link, and Debian's poppler tools run on it.
 import { execFile } from "node:child_process";
 import { randomInt } from "node:crypto";
 import { promisify } from "node:util";
+import type { LocalMail } from "../../../scripts/local-mail.mjs";
 import type { createApiClient } from "../../../src/client";
+import { readMail } from "./local-state";
 
 const run = promisify(execFile);
 type Api = ReturnType<typeof createApiClient>;
 
-/** One line of `npm run --silent mail`. */
-export interface Mail {
-  to: string;
-  subject: string;
-  text: string;
-  createdAt: string;
-}
-
 export const CODE_SUBJECT = "Your signing code";
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** `npm run --silent mail -- --to <email> --last N`: the newest messages to that address, newest first. */
-export async function readMail(to: string, last = 1): Promise<Mail[]> {
-  const { stdout } = await run("npm", ["run", "--silent", "mail", "--", "--to", to, "--last", String(last)], { cwd: process.cwd() });
-  return stdout
-    .split("\n")
-    .filter(Boolean)
-    .map((line) => JSON.parse(line) as Mail);
-}
-
 /**
  * The 6-digit code of the newest mail to `email`, once it is a "Your signing code" message: the mail leaves after
- * send_code has answered (waitUntil), so this polls `npm run mail -- --last 1` until it is kept.
+ * send_code has answered (waitUntil), so this polls the newest mail until it is kept.
  */
 export async function mailedSigningCode(email: string, timeoutMs = 45_000): Promise<string> {
   const deadline = Date.now() + timeoutMs;
-  let newest: Mail | undefined;
+  let newest: LocalMail | undefined;
   for (;;) {
     [newest] = await readMail(email, 1);
     if (newest?.subject === CODE_SUBJECT) {
@@ -81,7 +66,7 @@ export function signingApi(link: string, ip = clientAddress()) {
 }
 
 /**
- * One signer from their own address, all the way over HTTP: open the link, have a code mailed, read it with `npm run mail`, authenticate with
+ * One signer from their own address, all the way over HTTP: open the link, have a code mailed, read it from the mail log, authenticate with
  * it, consent, sign. Throws on any answer but 200; answers the sign step's body ({ok, completed}).
  */
 export async function signOverHttp(link: string, email: string, ip = clientAddress()): Promise<{ ok: true; completed: boolean }> {
