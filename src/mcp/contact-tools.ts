@@ -26,10 +26,21 @@ import { intakeLead } from "../leads/service";
 import { ContactMerge, DUPLICATE_REASONS, DuplicateGroup, DuplicatesQuery } from "../merge/schemas";
 import { listDuplicates, mergeContacts } from "../merge/service";
 import { INCLUDED_DEALS } from "../deals/service";
+import { isRelativeBound } from "../crm/date-bounds";
 import { defineTool, definedOnly, parseWith, listInputs, listParams, requireEmbeds, pageInputs } from "./tool";
 
 const id = (what: string) => z.string().min(1).max(100).describe(`The ${what}'s id`);
 const timestamp = z.iso.datetime({ offset: true });
+/** A date bound as the contacts list takes it: a timestamp, or a duration relative to now. */
+const dateBound = (what: string) =>
+  z
+    .string()
+    .max(64)
+    .refine(
+      (v) => isRelativeBound(v) || timestamp.safeParse(v).success,
+      "An ISO 8601 timestamp, or a duration relative to now such as -P30D",
+    )
+    .describe(`ISO 8601 timestamp, or a duration relative to now (-P30D: 30 days ago); ${what}`);
 
 /** The list filters of GET /v1/contacts with JSON types instead of query strings; mapped onto the route's query below. */
 const FindContactsInput = z.strictObject({
@@ -43,7 +54,7 @@ const FindContactsInput = z.strictObject({
   type: z.enum(CONTACT_TYPES).optional(),
   status: z.enum(CONTACT_STATUSES).optional(),
   source: z.string().min(1).max(40).optional().describe("Lead source code, e.g. WEBSITE or REFERRAL"),
-  assignedTo: id("assigned agent (user)").optional(),
+  assignedTo: z.string().min(1).max(100).optional().describe("The assigned agent's (user's) id, or `none`: assigned to nobody"),
   email: z.email().max(254).optional().describe("The contact with exactly this e-mail address, in any case"),
   tags: z
     .array(
@@ -59,8 +70,12 @@ const FindContactsInput = z.strictObject({
     .describe("Contacts carrying every one of these tags"),
   minLeadScore: z.int().min(0).max(100).optional(),
   maxLeadScore: z.int().min(0).max(100).optional(),
-  createdAfter: timestamp.optional().describe("ISO 8601 timestamp; created at or after"),
-  createdBefore: timestamp.optional().describe("ISO 8601 timestamp; created at or before"),
+  createdAfter: dateBound("created at or after").optional(),
+  createdBefore: dateBound("created at or before").optional(),
+  lastContactedAfter: dateBound("last contacted at or after").optional(),
+  lastContactedBefore: dateBound("last contacted at or before (never contacted is not before anything)").optional(),
+  neverContacted: z.literal(true).optional().describe("Only contacts never contacted"),
+  hasOpenTask: z.boolean().optional().describe("Only contacts with (true) or without (false) an open task"),
   include: z.array(z.enum(INCLUDES)).min(1).max(INCLUDES.length).optional().describe("Embed each contact's recent activities or deals"),
   ...listInputs(SORT_FIELDS),
 });
@@ -70,7 +85,7 @@ export const findContacts = defineTool({
   route: "GET /v1/contacts",
   title: "Find contacts",
   description:
-    "Lists the organization's contacts matching every given filter (words of their name, e-mail, phone, notes or tags; e-mail address, type, status, source, agent, tags, lead score, creation time), one keyset page at a time with a total.",
+    "Lists the organization's contacts matching every given filter (words of their name, e-mail, phone, notes or tags; e-mail address, type, status, source, agent or nobody, tags, lead score, creation and last-contact time, absolute or relative such as -P30D, never contacted, an open task), one keyset page at a time with a total.",
   permission: "contacts:read",
   effect: "read",
   input: FindContactsInput,
@@ -94,6 +109,10 @@ export const findContacts = defineTool({
         "leadScore[lte]": i.maxLeadScore?.toString(),
         "createdAt[gte]": i.createdAfter,
         "createdAt[lte]": i.createdBefore,
+        "lastContactedAt[gte]": i.lastContactedAfter,
+        "lastContactedAt[lte]": i.lastContactedBefore,
+        lastContactedAt: i.neverContacted ? "never" : undefined,
+        hasOpenTask: i.hasOpenTask?.toString(),
         include: i.include?.join(","),
       }),
     );

@@ -160,6 +160,30 @@ describe("MCP tools over Streamable HTTP", () => {
       ),
     ).toEqual(["q no_words"]);
 
+    // The smart-list filters (issue 46): never contacted, nobody's, an open task, a relative last-contact bound.
+    const ids = async (args: Record<string, unknown>) => {
+      const r = await tool(client, "find_contacts", args);
+      expect(r.isError, r.text).toBe(false);
+      return r.data.contacts.map((c: { id: string }) => c.id).sort();
+    };
+    const stale = await createContact(token, { assignedTo: null });
+    expect(
+      (
+        await call("POST", `/v1/contacts/${stale.id}/communications`, {
+          token,
+          body: { type: "call", direction: "outbound", occurredAt: new Date(Date.now() - 40 * 86_400_000).toISOString() },
+        })
+      ).status,
+    ).toBe(201);
+    expect((await call("POST", "/v1/tasks", { token, body: { title: "Call back", contactId: stale.id } })).status).toBe(201);
+    expect(await ids({ lastContactedBefore: "-P30D" })).toEqual([stale.id]);
+    expect(await ids({ hasOpenTask: true })).toEqual([stale.id]);
+    expect(await ids({ neverContacted: true, tags: ["mcp-lead"] })).toEqual([created.data.contact.id]);
+    expect(await ids({ lastContactedAfter: "-P30D" })).toEqual([]);
+    expect(await ids({ assignedTo: "none", hasOpenTask: true })).toEqual([stale.id]);
+    const bad = await tool(client, "find_contacts", { lastContactedBefore: "last month" });
+    expect(bad.isError).toBe(true);
+
     const logged = await tool(client, "log_activity", {
       contactId: created.data.contact.id,
       type: "PHONE_CALL",

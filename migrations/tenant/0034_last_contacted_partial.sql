@@ -1,0 +1,2 @@
+DROP INDEX `contacts_org_last_contacted_idx`;--> statement-breakpoint
+CREATE INDEX `contacts_org_last_contacted_idx` ON `contacts` (`organization_id`,`last_contacted_at`,`id`) WHERE "contacts"."last_contacted_at" IS NOT NULL;
