@@ -79,9 +79,7 @@ export const contacts = sqliteTable(
     // lastContactedAt bounds (smart lists, issue 46): a range of this index, and the drift of a relative bound's cached
     // total. Partial: a bound implies a date, and `IS NULL` (never contacted) left to the indexes that served it before
     // (offered this one too, SQLite stopped taking the brief's uncontacted-leads index).
-    index("contacts_org_last_contacted_idx")
-      .on(t.organizationId, t.lastContactedAt, t.id)
-      .where(sql`${t.lastContactedAt} IS NOT NULL`),
+    index("contacts_org_last_contacted_idx").on(t.organizationId, t.lastContactedAt, t.id).where(sql`${t.lastContactedAt} IS NOT NULL`),
     index("contacts_org_pond_idx").on(t.organizationId, t.pondId, t.createdAt, t.id).where(sql`${t.pondId} IS NOT NULL`),
     // The daily brief's new leads (src/brief/): active leads never contacted, per assignee, newest first.
     index("contacts_org_uncontacted_leads_idx")
