@@ -10,25 +10,26 @@ import { workersPool } from "./vitest.workers";
  * than it could; a file listed that is gone changes nothing.
  */
 const LONGEST = [
-  "test/e2e/served.test.ts", // 165, and deploy.suite.ts's 87 since it runs there
-  "test/e2e/dev-and-token.test.ts", // 65
-  "test/faults/lane-1.test.ts", // 74
-  "test/faults/lane-4.test.ts", // 72
-  "test/faults/lane-3.test.ts", // 69
-  "test/faults/lane-2.test.ts", // 52
-  "test/node/style.test.ts", // 26
-  "test/node/openapi-contract.test.ts", // 17
+  "test/e2e/served.test.ts", // 191 (deploy and shard:add about 100 of it)
+  "test/e2e/dev-and-token.test.ts", // 72
+  "test/faults/lane-4.test.ts", // 89
+  "test/faults/lane-1.test.ts", // 84
+  "test/faults/lane-3.test.ts", // 83
+  "test/faults/lane-2.test.ts", // 37
+  "test/node/style.test.ts", // 17
+  "test/node/openapi-contract.test.ts", // 12
   "test/node/startup-budget.test.ts", // 14
-  "test/node/layers.test.ts", // 12
-  "test/platform/write-path.test.ts", // 43
-  "test/shards/shard-move.test.ts", // 31
-  "test/platform/route-matrix.test.ts", // 31
-  "test/erasure/erasure.test.ts", // 22
+  "test/node/layers.test.ts", // 15
+  "test/platform/write-path.test.ts", // 55
+  "test/platform/route-matrix.test.ts", // 45
+  "test/shards/shard-move.test.ts", // 34
+  "test/action-plans/action-plans.test.ts", // 33
+  "test/erasure/erasure.test.ts", // 19
+  "test/webhooks/webhook-catalogue.test.ts", // 15
   "test/webhooks/webhooks-e2e.test.ts", // 14
   "test/webhooks/webhooks-heal.test.ts", // 14
-  "test/webhooks/webhook-catalogue.test.ts", // 14
-  "test/leads/leads.test.ts", // 12
-  "test/signatures/signatures.test.ts", // 10
+  "test/leads/leads.test.ts", // 8
+  "test/signatures/signatures.test.ts", // 11
 ];
 
 /**

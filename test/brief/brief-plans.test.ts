@@ -3,17 +3,9 @@
 // index names a literal) is caught here rather than on a large book.
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { queryPlan } from "../helpers/query-plan";
 import { briefReads } from "../../src/brief/service";
 import { createDb } from "../../src/db/client";
-
-async function plan(query: { toSQL(): { sql: string; params: unknown[] } }): Promise<string> {
-  const { sql, params } = query.toSQL();
-  // Every shard has the same schema (migrations/tenant): the plan is the same on any.
-  const rows = await env.DB_SHARD_0.prepare(`EXPLAIN QUERY PLAN ${sql}`)
-    .bind(...params)
-    .all<{ detail: string }>();
-  return rows.results.map((r) => r.detail).join("\n");
-}
 
 const reads = briefReads(createDb(env.DB_SHARD_0), "org-plans", "user-plans", 10, new Date());
 /** Every read's plan: no table scan, no sort, and each table through the index named. */
@@ -47,7 +39,7 @@ const EXPECTED: Record<keyof typeof reads, RegExp[]> = {
 
 describe("daily brief plans", () => {
   it.each(Object.keys(EXPECTED) as (keyof typeof reads)[])("%s reads its index in order, scanning and sorting nothing", async (name) => {
-    const details = await plan(reads[name]);
+    const details = await queryPlan(reads[name]);
     for (const expected of EXPECTED[name]) expect(details, details).toMatch(expected);
     expect(details, details).not.toMatch(
       /USE TEMP B-TREE|\bSCAN (contacts|tasks|deals|envelopes|envelope_signers|document_obligations|appointments|appointment_attendees)\b/,

@@ -3,25 +3,18 @@
 import { env } from "cloudflare:workers";
 import { and, eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
+import { queryPlan } from "../helpers/query-plan";
 import { createDb } from "../../src/db/client";
 import { contacts, properties } from "../../src/db/schema";
 import { idsOf, inJsonList } from "../../src/lib/sql";
 
 const db = createDb(env.DB_SHARD_0);
 
-async function plan(query: { toSQL(): { sql: string; params: unknown[] } }): Promise<string> {
-  const { sql, params } = query.toSQL();
-  const rows = await env.DB_SHARD_0.prepare(`EXPLAIN QUERY PLAN ${sql}`)
-    .bind(...params)
-    .all<{ detail: string }>();
-  return rows.results.map((r) => r.detail).join("\n");
-}
-
 describe("idsOf", () => {
   it("reads contacts and properties by primary key, where the organization's term alone picks an index led by it", async () => {
     for (const table of [contacts, properties]) {
       const wanted = ["a", "b", "c"];
-      const byId = await plan(
+      const byId = await queryPlan(
         db
           .select()
           .from(table)
@@ -30,7 +23,7 @@ describe("idsOf", () => {
       expect(byId).toMatch(/USING INDEX sqlite_autoindex_\w+_1 \(id=\?\)|USING INTEGER PRIMARY KEY|USING PRIMARY KEY/);
       expect(byId).not.toMatch(/_org_\w+ \(organization_id=\?\)/);
       // What it replaces: the organization's term on its indexes walks the organization (this test's reason to be).
-      const naive = await plan(
+      const naive = await queryPlan(
         db
           .select()
           .from(table)

@@ -5,6 +5,7 @@
 import { env } from "cloudflare:workers";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { describe, expect, it } from "vitest";
+import { queryPlan } from "../helpers/query-plan";
 import { createDb } from "../../src/db/client";
 import { dueBefore, dueTaskStatements } from "../../src/deals/due-tasks";
 import { encodeCursor } from "../../src/lib/cursor";
@@ -556,14 +557,7 @@ describe("MCP CRM tools: my_tasks", () => {
     // The plan needs no organization's rows: every shard has the one schema.
     for (const cursor of [undefined, encodeCursor({ sort: "dueDate:asc", values: [day(-2)], id: "task-plan" })]) {
       const [page, total] = dueTaskStatements(db, "org-plan", "user-plan", { withinDays: 0, limit: 25, cursor }, before);
-      const plan = async (q: { toSQL(): { sql: string; params: unknown[] } }) => {
-        const { sql, params } = q.toSQL();
-        const rows = await env.DB_SHARD_0.prepare(`EXPLAIN QUERY PLAN ${sql}`)
-          .bind(...params)
-          .all<{ detail: string }>();
-        return rows.results.map((r) => r.detail).join("\n");
-      };
-      const pagePlan = await plan(page);
+      const pagePlan = await queryPlan(page);
       expect(pagePlan, String(cursor)).toMatch(
         cursor
           ? /SEARCH tasks USING INDEX tasks_assignee_due_idx \(organization_id=\? AND assigned_to=\? AND completed=\? AND due_at>\? AND due_at<\?\)/
@@ -571,7 +565,7 @@ describe("MCP CRM tools: my_tasks", () => {
       );
       expect(pagePlan).toMatch(/SEARCH deals USING INDEX sqlite_autoindex_deals_1 \(id=\?\)/);
       expect(pagePlan).not.toMatch(/TEMP B-TREE/);
-      expect(await plan(total)).toMatch(/SEARCH tasks USING COVERING INDEX tasks_assignee_due_idx/);
+      expect(await queryPlan(total)).toMatch(/SEARCH tasks USING COVERING INDEX tasks_assignee_due_idx/);
     }
   });
 });

@@ -3,18 +3,11 @@
 // index names a literal) is caught here rather than on a large book.
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { queryPlan } from "../helpers/query-plan";
 import { createDb } from "../../src/db/client";
 import { zonedDay } from "../../src/lib/zoned-day";
 import { dueTaskScan } from "../../src/tasks/due";
 import { type TaskFilter, taskListStatements } from "../../src/tasks/list";
-
-async function plan(query: { toSQL(): { sql: string; params: unknown[] } }): Promise<string> {
-  const { sql, params } = query.toSQL();
-  const rows = await env.DB_SHARD_0.prepare(`EXPLAIN QUERY PLAN ${sql}`)
-    .bind(...params)
-    .all<{ detail: string }>();
-  return rows.results.map((r) => r.detail).join("\n");
-}
 
 const db = createDb(env.DB_SHARD_0);
 const now = new Date("2030-01-15T04:30:00Z");
@@ -41,7 +34,7 @@ const CASES: [string, TaskFilter, RegExp][] = [
 describe("task list plans", () => {
   it.each(CASES)("%s: one index range in (dueAt, id) order, no scan, no sort", async (_, filter, expected) => {
     for (const statement of taskListStatements(db, filter, 25)) {
-      const details = await plan(statement);
+      const details = await queryPlan(statement);
       expect(details, details).toMatch(expected);
       expect(details, details).not.toMatch(/USE TEMP B-TREE|\bSCAN tasks\b/);
     }
@@ -49,13 +42,13 @@ describe("task list plans", () => {
 
   it("a deal's tasks read its index (a deal holds at most 200, sorted in memory)", async () => {
     for (const statement of taskListStatements(db, { ...base, dealId: "d" }, 25)) {
-      const details = await plan(statement);
+      const details = await queryPlan(statement);
       expect(details, details).toMatch(/tasks_org_deal_idx \(organization_id=\? AND deal_id=\?\)/);
     }
   });
 
   it("the due pass walks the partial index of unannounced open tasks", async () => {
-    const details = await plan(dueTaskScan(db, now.toISOString(), 500));
+    const details = await queryPlan(dueTaskScan(db, now.toISOString(), 500));
     expect(details, details).toMatch(/SEARCH tasks USING INDEX tasks_due_pass_idx \(due_at>\? AND due_at<\?\)/);
     expect(details, details).not.toMatch(/USE TEMP B-TREE/);
   });
