@@ -431,21 +431,26 @@ function racingFirstBatch(d1: D1Database, over: number, meanwhile: () => Promise
   });
 }
 
+/** Three contacts enrolled in a one-step plan; `latest`: the last enrollment's time, when all three steps fall due. */
+async function threeEnrolled(name: string, step: Record<string, unknown>) {
+  const p = await createPrincipal();
+  const contacts = [await createContact(p.token), await createContact(p.token), await createContact(p.token)];
+  const plan = await createPlan(p, { name, steps: [step] });
+  const enrolled = [];
+  for (const c of contacts) enrolled.push(await enroll(p, plan.id, c.id));
+  const latest = enrolled
+    .map((e) => e.enrolledAt as string)
+    .sort()
+    .at(-1)!;
+  return { p, contacts, plan, d1: await tenantDb(p.organizationId), latest };
+}
+
 describe("a round's shared batches", () => {
   it("a contact written between the round's read and its batch: every enrollment of the batch still runs, once", async () => {
-    const p = await createPrincipal();
-    const contacts = [await createContact(p.token), await createContact(p.token), await createContact(p.token)];
-    const plan = await createPlan(p, { name: "Tags", steps: [{ type: "add_tag", delay: "PT0S", tag: "warm" }] });
-    const enrolled = [];
-    for (const c of contacts) enrolled.push(await enroll(p, plan.id, c.id));
-    const d1 = await tenantDb(p.organizationId);
+    const { p, contacts, plan, d1, latest } = await threeEnrolled("Tags", { type: "add_tag", delay: "PT0S", tag: "warm" });
     const raced = racingFirstBatch(d1, 15, () =>
       call("PUT", `/v1/contacts/${contacts[1]!.id}`, { token: p.token, body: { notes: "Called meanwhile" } }),
     );
-    const latest = enrolled
-      .map((e) => e.enrolledAt as string)
-      .sort()
-      .at(-1)!;
     expect(await runDuePlanSteps(env as Env, createDb(raced), at(latest, MIN))).toBe(3);
     await eventsSettled(await shardOf(p.organizationId), p.organizationId);
     for (const c of contacts) {
@@ -463,19 +468,10 @@ describe("a round's shared batches", () => {
   });
 
   it("an e-mail batch whose record fails a guard: each mail went once and is recorded on its own", async () => {
-    const p = await createPrincipal();
-    const contacts = [await createContact(p.token), await createContact(p.token), await createContact(p.token)];
-    const plan = await createPlan(p, { name: "Mails", steps: [EMAIL_STEP] });
-    const enrolled = [];
-    for (const c of contacts) enrolled.push(await enroll(p, plan.id, c.id));
-    const d1 = await tenantDb(p.organizationId);
+    const { p, contacts, plan, d1, latest } = await threeEnrolled("Mails", EMAIL_STEP);
     const raced = racingFirstBatch(d1, 15, () =>
       call("PUT", `/v1/contacts/${contacts[0]!.id}`, { token: p.token, body: { notes: "Changed while the mail was out" } }),
     );
-    const latest = enrolled
-      .map((e) => e.enrolledAt as string)
-      .sort()
-      .at(-1)!;
     expect(await runDuePlanSteps(env as Env, createDb(raced), at(latest, MIN))).toBe(3);
     await eventsSettled(await shardOf(p.organizationId), p.organizationId);
     for (const c of contacts) {
